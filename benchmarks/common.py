@@ -1,0 +1,418 @@
+"""Shared pieces for the hoodie_sink benchmarks: Spark session, trips data, disk and memory probes.
+
+Everything here is engine-neutral, so a benchmark compares writers on the same session, the same
+materialised input and the same measuring code.  Only the standard library, pyspark and pyarrow
+are used (no psutil: process memory is read from /proc, Linux only).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is imported lazily so `--help` stays instant
+    from pyspark.sql import DataFrame, SparkSession
+
+MiB = 1024 * 1024
+CITIES: tuple[str, ...] = (
+    "san_francisco", "sao_paulo", "chennai", "new_york", "berlin",
+    "london", "tokyo", "lagos", "mumbai", "sydney",
+)  # fmt: skip
+
+# Hudi's commit-time and bookkeeping columns, for readers that want the data-only schema.
+HOODIE_META_COLUMNS = (
+    "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+    "_hoodie_partition_path", "_hoodie_file_name",
+)  # fmt: skip
+
+
+# -- Spark ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = "local[2]"
+    driver_memory: str = "6g"
+    shuffle_partitions: int = 2
+    # None = Spark's default (10,000).  Raising it only changes the Arrow batches fed to Python
+    # writers (and pandas/Arrow UDFs); Spark's own parquet writer never sees Arrow.
+    arrow_max_records_per_batch: int | None = None
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def conf(self) -> dict[str, str]:
+        conf = {
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
+            "spark.driver.memory": self.driver_memory,
+            "spark.sql.session.timeZone": "UTC",
+        }
+        if self.arrow_max_records_per_batch is not None:
+            conf["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(self.arrow_max_records_per_batch)
+        conf.update(dict(self.extra))
+        return conf
+
+
+def build_spark(settings: SparkSettings, app_name: str) -> SparkSession:
+    """A fresh local session.  Must be the first session of the process: spark.driver.memory
+    only takes effect when the builder launches the JVM."""
+    from pyspark.sql import SparkSession
+
+    # Python workers run `python3` from PATH unless told otherwise; when this script is started
+    # as .venv/bin/python without an activated venv, that is a Python without pyarrow.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(settings.master).appName(app_name)
+    for k, v in settings.conf().items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@dataclass(frozen=True)
+class JvmInfo:
+    driver_memory_conf: str
+    max_heap_bytes: int  # Runtime.maxMemory(): what -Xmx actually gave the JVM
+    total_heap_bytes: int
+    heap_args: tuple[str, ...]  # -Xmx/-Xms/-XX:*Heap* flags the JVM was started with
+    java_version: str
+
+    def describe(self) -> str:
+        args = " ".join(self.heap_args) or "(none)"
+        return (
+            f"JVM driver heap: spark.driver.memory={self.driver_memory_conf}, "
+            f"Runtime.maxMemory={self.max_heap_bytes / MiB:,.0f} MiB, heap flags: {args}, java {self.java_version}"
+        )
+
+
+def jvm_info(spark: SparkSession) -> JvmInfo:
+    jvm = spark.sparkContext._jvm  # classic (non-Connect) session only
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    input_args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    heap = tuple(a for a in input_args if a.startswith(("-Xmx", "-Xms", "-XX:MaxHeap", "-XX:InitialHeap")))
+    return JvmInfo(
+        driver_memory_conf=spark.sparkContext.getConf().get("spark.driver.memory", "(default 1g)"),
+        max_heap_bytes=int(runtime.maxMemory()),
+        total_heap_bytes=int(runtime.totalMemory()),
+        heap_args=heap,
+        java_version=str(jvm.java.lang.System.getProperty("java.version")),
+    )
+
+
+def settle(spark: SparkSession | None = None) -> None:
+    """Collect garbage on both sides between timed runs, so one run does not pay for the last."""
+    gc.collect()
+    if spark is not None:
+        spark.sparkContext._jvm.java.lang.System.gc()
+
+
+# -- the trips data ---------------------------------------------------------------------------
+
+
+def trips_df(spark: SparkSession, rows: int, partitions: int = 2, seed: int = 42) -> DataFrame:
+    """`rows` deterministic trips with 13 columns of the usual kinds.
+
+    Deterministic because the row ids come from spark.range with a fixed partition count and
+    every random column uses rand(seed) (which is seeded per partition index).  The key is a
+    UUID-formatted md5 of the id, so keys are unique, fixed-width and arrive unsorted, like
+    real UUID keys.
+    """
+    from pyspark.sql import functions as F
+
+    h = F.md5(F.col("id").cast("string"))
+    uuid = F.concat_ws(
+        "-", h.substr(1, 8), h.substr(9, 4), h.substr(13, 4), h.substr(17, 4), h.substr(21, 12)
+    )
+    city_idx = (F.pmod(F.xxhash64(F.col("id"), F.lit(seed)), F.lit(len(CITIES))) + 1).cast("int")
+    cities = F.array(*[F.lit(c) for c in CITIES])
+
+    def r(k: int):  # an independent uniform [0, 1) stream per column
+        return F.rand(seed + k)
+
+    return spark.range(0, rows, 1, partitions).select(
+        uuid.alias("trip_id"),
+        F.format_string("rider-%06d", (r(1) * 50_000).cast("int")).alias("rider"),
+        F.format_string("driver-%05d", (r(2) * 20_000).cast("int")).alias("driver"),
+        F.element_at(cities, city_idx).alias("city"),
+        # 2024-01-01T00:00:00Z plus up to ~1 year, microsecond precision
+        F.timestamp_micros(F.lit(1_704_067_200_000_000) + (r(3) * 31_536_000_000_000).cast("long")).alias("ts"),
+        (r(4) * 180 - 90).alias("begin_lat"),
+        (r(5) * 360 - 180).alias("begin_lon"),
+        (r(6) * 180 - 90).alias("end_lat"),
+        (r(7) * 360 - 180).alias("end_lon"),
+        F.round(r(8) * 120 + 2.5, 2).alias("fare"),
+        (r(9) * 40).cast("float").alias("distance_km"),
+        (r(10) * 6 + 1).cast("int").alias("passengers"),
+        (r(11) * 30).cast("decimal(10,2)").alias("tip"),
+    )
+
+
+def materialise(df: DataFrame, staging_dir: str) -> DataFrame:
+    """Write `df` once to parquet and return a DataFrame reading it back.
+
+    Chosen over cache(): every timed write then starts from the same plain parquet scan (cost
+    equal for all writers, and excluded from none of them the same way), the JVM heap is not
+    holding the cached data while writers run, and non-Spark references (pyarrow) can read the
+    very same files.
+    """
+    df.write.mode("overwrite").parquet(staging_dir)
+    return df.sparkSession.read.parquet(staging_dir)
+
+
+# -- disk -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DirStats:
+    data_bytes: int  # *.parquet outside any metadata dir
+    data_files: int
+    total_bytes: int  # everything, incl. .hoodie/, .crc checksums, _SUCCESS, partition metadata
+    total_files: int
+    partition_dirs: int  # directories holding data files
+
+
+def dir_stats(path: str, metadata_dirs: Sequence[str] = (".hoodie",)) -> DirStats:
+    data_bytes = data_files = total_bytes = total_files = 0
+    partition_dirs: set[str] = set()
+    for root, dirs, names in os.walk(path):
+        in_meta = any(part in metadata_dirs for part in os.path.relpath(root, path).split(os.sep))
+        for name in names:
+            size = os.path.getsize(os.path.join(root, name))
+            total_bytes += size
+            total_files += 1
+            # Hidden/underscore files (.crc, _SUCCESS, .hoodie_partition_metadata) are not data.
+            if not in_meta and name.endswith(".parquet") and not name.startswith((".", "_")):
+                data_bytes += size
+                data_files += 1
+                partition_dirs.add(root)
+    return DirStats(data_bytes, data_files, total_bytes, total_files, len(partition_dirs))
+
+
+@contextmanager
+def scratch_dir(base: str | None, prefix: str, keep: bool = False) -> Iterator[str]:
+    """A fresh directory (under `base`, or a new temp dir under /tmp), removed afterwards."""
+    if base:
+        os.makedirs(base, exist_ok=True)
+        path = tempfile.mkdtemp(prefix=prefix, dir=base)
+    else:
+        path = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    try:
+        yield path
+    finally:
+        if not keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# -- process memory (from /proc, no psutil) ---------------------------------------------------
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:  # the process exited between listing and reading
+        return None
+
+
+def _status_kib(pid: int, keys: Sequence[str]) -> dict[str, int]:
+    raw = _read(f"/proc/{pid}/status")
+    out: dict[str, int] = {}
+    if raw is None:
+        return out
+    for line in raw.decode(errors="replace").splitlines():
+        k, _, v = line.partition(":")
+        if k in keys:
+            out[k] = int(v.split()[0])
+    return out
+
+
+def _pss_kib(pid: int) -> int | None:
+    raw = _read(f"/proc/{pid}/smaps_rollup")
+    if raw is None:
+        return None
+    for line in raw.decode(errors="replace").splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    return None
+
+
+def is_python_worker(cmdline: bytes) -> bool:
+    """Spark's Python daemon and the workers it forks (forks keep the daemon's cmdline)."""
+    text = cmdline.replace(b"\0", b" ")
+    return b"pyspark" in text and (b"daemon" in text or b"worker" in text)
+
+
+def find_pids(match: Callable[[bytes], bool], exclude: Sequence[int] = ()) -> list[int]:
+    pids: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in exclude:
+            continue
+        cmd = _read(f"/proc/{entry}/cmdline")
+        if cmd and match(cmd):
+            pids.append(int(entry))
+    return pids
+
+
+def jvm_pid() -> int | None:
+    """The driver JVM: the `java` child (via spark-submit) of this Python process."""
+    me = os.getpid()
+    for pid in find_pids(lambda c: b"java" in c.split(b"\0", 1)[0] and b"spark" in c):
+        stat = _read(f"/proc/{pid}/stat")
+        if stat and int(stat.rsplit(b")", 1)[1].split()[1]) == me:
+            return pid
+    return None
+
+
+def reset_peak_rss(pids: Sequence[int]) -> None:
+    """Reset VmHWM (writing 5 to clear_refs, Linux >= 4.0), so a reused worker's peak is this run's."""
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+
+
+@dataclass
+class MemoryPeaks:
+    samples: int = 0
+    workers_seen: set[int] = field(default_factory=set)
+    max_worker_rss_kib: int = 0  # largest VmRSS of any single worker in any sample
+    max_worker_hwm_kib: int = 0  # largest VmHWM: the kernel's peak, catches spikes between samples
+    max_sum_rss_kib: int = 0  # largest sum of VmRSS over all workers in one sample
+    max_sum_pss_kib: int = 0  # same with PSS: forked workers share the daemon's pages; PSS splits them
+    max_jvm_rss_kib: int = 0
+
+    def row(self) -> dict[str, str]:
+        def mib(kib: int) -> str:
+            return f"{kib / 1024:,.0f}"
+
+        return {
+            "workers": str(len(self.workers_seen)),
+            "max 1 RSS MiB": mib(self.max_worker_rss_kib),
+            "max 1 HWM MiB": mib(self.max_worker_hwm_kib),
+            "max sum RSS MiB": mib(self.max_sum_rss_kib),
+            "max sum PSS MiB": mib(self.max_sum_pss_kib),
+            "JVM RSS MiB": mib(self.max_jvm_rss_kib),
+            "samples": str(self.samples),
+        }
+
+
+class WorkerMemorySampler:
+    """Samples the RSS of Spark's Python workers (and the driver JVM) from a background thread.
+
+    The driver's main thread is blocked in a py4j call while a write runs, so the thread costs
+    little; still, the sampling interval bounds its CPU share (~1-2 ms per sample).
+    """
+
+    def __init__(self, interval_s: float = 0.1, with_pss: bool = True):
+        self.interval_s = interval_s
+        self.with_pss = with_pss
+        self.peaks = MemoryPeaks()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._jvm = jvm_pid()
+        self._exclude = (os.getpid(),)
+
+    def sample_once(self) -> None:
+        p = self.peaks
+        pids = find_pids(is_python_worker, self._exclude)
+        sum_rss = sum_pss = 0
+        for pid in pids:
+            st = _status_kib(pid, ("VmRSS", "VmHWM"))
+            if not st:
+                continue
+            p.workers_seen.add(pid)
+            rss = st.get("VmRSS", 0)
+            sum_rss += rss
+            p.max_worker_rss_kib = max(p.max_worker_rss_kib, rss)
+            p.max_worker_hwm_kib = max(p.max_worker_hwm_kib, st.get("VmHWM", 0))
+            if self.with_pss:
+                sum_pss += _pss_kib(pid) or 0
+        p.max_sum_rss_kib = max(p.max_sum_rss_kib, sum_rss)
+        p.max_sum_pss_kib = max(p.max_sum_pss_kib, sum_pss)
+        if self._jvm is not None:
+            p.max_jvm_rss_kib = max(p.max_jvm_rss_kib, _status_kib(self._jvm, ("VmRSS",)).get("VmRSS", 0))
+        p.samples += 1
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample_once()
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> WorkerMemorySampler:
+        reset_peak_rss(find_pids(is_python_worker, self._exclude))
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample_once()  # a last look: VmHWM still holds the peak of workers that are idle now
+
+
+# -- timing and reporting ---------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def best(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _numeric(v: str) -> bool:
+    return bool(v) and v.replace(",", "").replace(".", "").replace("-", "").isdigit()
+
+
+def format_table(rows: Sequence[dict[str, str]]) -> str:
+    """A Markdown table (pastes into notes, renders in most viewers), columns padded to fit;
+    numeric columns right-aligned, text columns left-aligned."""
+    if not rows:
+        return "(no rows)"
+    headers: list[str] = []
+    for r in rows:  # union of keys, first-seen order: a FAILED row may have fewer cells
+        headers.extend(h for h in r if h not in headers)
+    widths = {h: max(len(h), *(len(r.get(h, "")) for r in rows)) for h in headers}
+    right = {h: all(_numeric(r.get(h, "")) or r.get(h, "") in ("", "-") for r in rows) for h in headers}
+
+    def cell(h: str, v: str) -> str:
+        return v.rjust(widths[h]) if right[h] else v.ljust(widths[h])
+
+    lines = ["| " + " | ".join(cell(h, h) for h in headers) + " |"]
+    lines.append("|" + "|".join("-" * (widths[h] + 1) + ":" if right[h] else "-" * (widths[h] + 2) for h in headers) + "|")
+    for r in rows:
+        lines.append("| " + " | ".join(cell(h, r.get(h, "")) for h in headers) + " |")
+    return "\n".join(lines)
+
+
+def human_rows(n: int) -> str:
+    if n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n % 1_000 == 0:
+        return f"{n // 1_000}k"
+    return f"{n:,}"

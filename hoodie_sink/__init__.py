@@ -1,0 +1,50 @@
+"""hoodie_sink: land streaming and batch data in Apache Hudi (v6) tables from Spark, in Python."""
+
+from __future__ import annotations
+
+from hoodie_sink.errors import (
+    HoodieCommitError,
+    HoodieConfigError,
+    HoodieError,
+    HoodieKeyError,
+    HoodieSchemaError,
+    HoodieTableError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HoodieCommitError",
+    "HoodieConfigError",
+    "HoodieError",
+    "HoodieKeyError",
+    "HoodieSchemaError",
+    "HoodieTableError",
+    "register",
+    "write",
+    "read",
+]
+
+
+def register(spark) -> None:
+    """Register the `hoodie` data source with a SparkSession (optional: it is auto-registered)."""
+    from hoodie_sink.datasource.source import HoodieDataSource
+
+    spark.dataSource.register(HoodieDataSource)
+    # Partition pruning needs Spark to push filters to Python readers (off by default).
+    if spark.conf.get("spark.sql.python.filterPushdown.enabled", None) in (None, "false"):
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+
+
+def write(data, path: str, options: dict | None = None, mode: str = "append"):
+    """Write an Arrow table / record batches into the Hudi table at `path`, without Spark."""
+    from hoodie_sink.table.client import write as _write
+
+    return _write(data, path, options or {}, mode=mode)
+
+
+def read(path: str, **kwargs):
+    """Snapshot-read the Hudi table at `path` into an Arrow table, without Spark."""
+    from hoodie_sink.table.reader import read_snapshot
+
+    return read_snapshot(path, **kwargs)

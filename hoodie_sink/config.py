@@ -1,0 +1,300 @@
+"""Options: Apache Hudi's option names (and Hudi SQL's short aliases) -> one frozen WriteConfig.
+
+Options are parsed once, at the boundary.  Spark lowercases option keys, so every key is
+matched case-insensitively.  An unknown `hoodie.*` key is an error (with a suggestion), except
+for Hudi options that only tune Hudi's own JVM machinery (parallelism, cleaning, hive sync,
+...): those are accepted and ignored so that an existing Hudi job moves over by changing the
+format name alone.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hoodie_sink.errors import HoodieConfigError
+
+# -- value parsers ---------------------------------------------------------------------------
+
+
+def _str(key: str, v: str) -> str:
+    return v.strip()
+
+
+def _fields(key: str, v: str) -> tuple[str, ...]:
+    return tuple(f.strip() for f in v.split(",") if f.strip())
+
+
+def _bool(key: str, v: str) -> bool:
+    s = v.strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    raise HoodieConfigError(f"Option '{key}' must be true or false, got '{v}'.")
+
+
+def _int(key: str, v: str) -> int:
+    try:
+        n = int(v.strip())
+    except ValueError:
+        raise HoodieConfigError(f"Option '{key}' must be an integer, got '{v}'.") from None
+    if n < 0:
+        raise HoodieConfigError(f"Option '{key}' must not be negative, got '{v}'.")
+    return n
+
+
+def _float(key: str, v: str) -> float:
+    try:
+        return float(v.strip())
+    except ValueError:
+        raise HoodieConfigError(f"Option '{key}' must be a number, got '{v}'.") from None
+
+
+def _choice(*choices: str, aliases: Mapping[str, str] | None = None) -> Callable[[str, str], str]:
+    def parse(key: str, v: str) -> str:
+        s = v.strip().lower()
+        s = (aliases or {}).get(s, s)
+        if s not in choices:
+            raise HoodieConfigError(f"Option '{key}' got '{v}'; accepted values: {', '.join(choices)}.")
+        return s
+
+    return parse
+
+
+# -- the registry ----------------------------------------------------------------------------
+
+OPERATIONS = (
+    "upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table",
+)  # fmt: skip
+IMPLEMENTED_OPERATIONS = ("insert", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    attr: str
+    parse: Callable[[str, str], Any]
+    aliases: tuple[str, ...] = ()
+    table_level: bool = False  # persisted in hoodie.properties; must agree with the table
+    doc: str = ""
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("hoodie.table.name", "table_name", _str, ("hoodie.datasource.write.table.name",), True),
+    Option("hoodie.database.name", "database", _str, (), True),
+    Option("hoodie.datasource.write.recordkey.field", "record_key_fields", _fields,
+           ("primarykey", "recordkey", "hoodie.table.recordkey.fields"), True),
+    Option("hoodie.datasource.write.partitionpath.field", "partition_fields", _fields,
+           ("hoodie.table.partition.fields", "partitionby"), True),
+    Option("hoodie.datasource.write.precombine.field", "precombine_field", _str,
+           ("precombinefield", "hoodie.table.precombine.field"), True),
+    Option("hoodie.datasource.write.operation", "operation",
+           _choice(*OPERATIONS, aliases={"bulkinsert": "bulk_insert"})),
+    Option("hoodie.datasource.write.table.type", "table_type",
+           _choice("copy_on_write", "merge_on_read", aliases={"cow": "copy_on_write", "mor": "merge_on_read"}),
+           ("type", "hoodie.table.type"), True),
+    Option("hoodie.datasource.write.hive_style_partitioning", "hive_style", _bool, (), True),
+    Option("hoodie.datasource.write.partitionpath.urlencode", "url_encode", _bool, (), True),
+    Option("hoodie.datasource.write.keygenerator.type", "keygen_type",
+           _choice("simple", "complex", "non_partition", "timestamp",
+                   aliases={"nonpartitioned": "non_partition", "non_partitioned": "non_partition"}), (), True),
+    Option("hoodie.datasource.write.keygenerator.class", "keygen_class", _str,
+           ("hoodie.table.keygenerator.class",), True),
+    Option("hoodie.keygen.timebased.timestamp.type", "ts_type",
+           _choice("unix_timestamp", "epochmilliseconds", "date_string", "scalar")),
+    Option("hoodie.keygen.timebased.input.dateformat", "ts_input_format", _str),
+    Option("hoodie.keygen.timebased.output.dateformat", "ts_output_format", _str),
+    Option("hoodie.keygen.timebased.timezone", "ts_timezone", _str),
+    Option("hoodie.parquet.max.file.size", "max_file_size", _int),
+    Option("hoodie.parquet.small.file.limit", "small_file_limit", _int),
+    Option("hoodie.parquet.block.size", "row_group_bytes", _int),
+    Option("hoodie.parquet.compression.codec", "compression",
+           _choice("snappy", "gzip", "zstd", "lz4", "brotli", "none", "uncompressed",
+                   aliases={"uncompressed": "none"})),
+    Option("hoodie.bloom.index.filter.type", "bloom_type", _choice("dynamic_v0", "simple")),
+    Option("hoodie.index.bloom.num_entries", "bloom_num_entries", _int),
+    Option("hoodie.index.bloom.fpp", "bloom_fpp", _float),
+    Option("hoodie.bloom.index.filter.dynamic.max.entries", "bloom_max_entries", _int),
+    Option("hoodie.write.buffer.task.max.bytes", "task_buffer_bytes", _int,
+           doc="Flush a task's buffered records when they pass this many bytes (default 256 MiB)."),
+    Option("hoodie.datasource.write.commitmeta.key.prefix", "commit_meta_prefix", _str),
+    Option("hoodie.datasource.write.streaming.checkpoint.identifier", "checkpoint_identifier", _str),
+    Option("hoodie.sink.test.failure", "test_failure", _str,
+           doc="Test only: inject a failure, e.g. 'task:1' (partition 1, first attempt) or 'commit'."),
+)  # fmt: skip
+
+_BY_KEY: dict[str, Option] = {}
+for _opt in OPTIONS:
+    for _k in (_opt.key, *_opt.aliases):
+        _BY_KEY[_k.lower()] = _opt
+
+# Hudi options that tune Hudi's own JVM machinery.  Accepted so existing jobs move over
+# unchanged; they have no effect here.
+IGNORED_PREFIXES = (
+    "hoodie.upsert.shuffle.parallelism", "hoodie.insert.shuffle.parallelism",
+    "hoodie.bulkinsert.shuffle.parallelism", "hoodie.delete.shuffle.parallelism",
+    "hoodie.metadata.", "hoodie.datasource.hive_sync.", "hoodie.datasource.meta.sync.",
+    "hoodie.meta.sync.", "hoodie.cleaner.", "hoodie.clean.", "hoodie.keep.", "hoodie.archive.",
+    "hoodie.embed.timeline.server", "hoodie.write.markers.", "hoodie.write.concurrency.",
+    "hoodie.write.lock.", "hoodie.combine.before.", "hoodie.datasource.write.reconcile.schema",
+    "hoodie.datasource.write.payload.class", "hoodie.payload.", "hoodie.compaction.payload.class",
+    "hoodie.bulkinsert.sort.mode", "hoodie.datasource.write.row.writer.enable",
+    "hoodie.schema.on.read.enable", "hoodie.avro.schema.", "hoodie.finalize.write.parallelism",
+    "hoodie.markers.", "hoodie.consistency.check.", "hoodie.populate.meta.fields",
+    "hoodie.table.version", "hoodie.timeline.layout.version", "hoodie.table.timeline.timezone",
+    "hoodie.datasource.write.drop.partition.columns", "hoodie.memory.", "hoodie.fail.on.timeline.archiving",
+)  # fmt: skip
+
+# Non-hoodie keys Spark or users pass that we ignore silently.
+_PASSTHROUGH = ("path", "checkpointlocation", "queryname", "__path")
+
+KEYGEN_BY_CLASS = {
+    "org.apache.hudi.keygen.simplekeygenerator": "simple",
+    "org.apache.hudi.keygen.simpleavrokeygenerator": "simple",
+    "org.apache.hudi.keygen.complexkeygenerator": "complex",
+    "org.apache.hudi.keygen.complexavrokeygenerator": "complex",
+    "org.apache.hudi.keygen.nonpartitionedkeygenerator": "non_partition",
+    "org.apache.hudi.keygen.nonpartitionedavrokeygenerator": "non_partition",
+    "org.apache.hudi.keygen.timestampbasedkeygenerator": "timestamp",
+    "org.apache.hudi.keygen.timestampbasedavrokeygenerator": "timestamp",
+}
+CLASS_BY_KEYGEN = {
+    "simple": "org.apache.hudi.keygen.SimpleKeyGenerator",
+    "complex": "org.apache.hudi.keygen.ComplexKeyGenerator",
+    "non_partition": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    "timestamp": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+}
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WriteConfig:
+    """Everything one write needs, parsed and checked once.  Plain fields: it pickles."""
+
+    path: str
+    table_name: str | None = None
+    database: str | None = None
+    record_key_fields: tuple[str, ...] = ()
+    partition_fields: tuple[str, ...] = ()
+    precombine_field: str | None = None
+    operation: str = "insert"
+    table_type: str = "copy_on_write"
+    hive_style: bool = False
+    url_encode: bool = False
+    keygen_type: str | None = None
+    keygen_class: str | None = None
+    ts_type: str | None = None
+    ts_input_format: str | None = None
+    ts_output_format: str | None = None
+    ts_timezone: str | None = None
+    max_file_size: int = 120 * MiB
+    small_file_limit: int = 100 * MiB
+    row_group_bytes: int = 120 * MiB
+    compression: str = "snappy"
+    bloom_type: str = "dynamic_v0"
+    bloom_num_entries: int = 60000
+    bloom_fpp: float = 0.000000001
+    bloom_max_entries: int = 100000
+    task_buffer_bytes: int = 256 * MiB
+    commit_meta_prefix: str = "_"
+    checkpoint_identifier: str | None = None
+    test_failure: str | None = None
+    explicit: frozenset[str] = field(default_factory=frozenset)  # attrs the user set
+    commit_extra: tuple[tuple[str, str], ...] = ()  # options copied into extraMetadata
+    ignored: tuple[str, ...] = ()
+
+    @staticmethod
+    def from_options(options: Mapping[str, str], path: str | None = None) -> WriteConfig:
+        values: dict[str, Any] = {}
+        explicit: set[str] = set()
+        ignored: list[str] = []
+        raw = {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
+        prefix = raw.get("hoodie.datasource.write.commitmeta.key.prefix", "_")
+        extra = tuple(sorted((k, v) for k, v in options.items() if prefix and str(k).startswith(prefix)))
+        for key, value in raw.items():
+            opt = _BY_KEY.get(key)
+            if opt is not None:
+                if opt.attr in values and values[opt.attr] != opt.parse(key, value):
+                    raise HoodieConfigError(
+                        f"Option '{opt.key}' is given twice (also as an alias) with different values."
+                    )
+                values[opt.attr] = opt.parse(key, value)
+                explicit.add(opt.attr)
+            elif key.startswith("hoodie."):
+                if key.startswith(IGNORED_PREFIXES):
+                    ignored.append(key)
+                    continue
+                near = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.75)
+                hint = f" Did you mean '{near[0]}'?" if near else ""
+                raise HoodieConfigError(f"Unknown option '{key}'.{hint} Help: see the option list in README.md.")
+        target = path or raw.get("path") or raw.get("__path")
+        if not target:
+            raise HoodieConfigError(
+                "No table path: use .save('/path/to/table') or .option('path', ...). "
+                "Help: SQL tables created with CREATE TABLE ... USING hoodie pass no options; use "
+                "CREATE TEMPORARY VIEW v USING hoodie OPTIONS (path '/path/to/table', ...) and INSERT INTO v."
+            )
+        if "table_type" in values:
+            values["table_type"] = values["table_type"]
+        cfg = WriteConfig(
+            path=target, explicit=frozenset(explicit), commit_extra=extra, ignored=tuple(ignored), **values
+        )
+        return cfg.validated()
+
+    def validated(self) -> WriteConfig:
+        if self.operation not in IMPLEMENTED_OPERATIONS:
+            raise HoodieConfigError(
+                f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
+                f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
+            )
+        if self.table_type != "copy_on_write":
+            raise HoodieConfigError(
+                "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ' is not supported yet; "
+                "use COPY_ON_WRITE."
+            )
+        if self.max_file_size < 1024:
+            raise HoodieConfigError(f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}.")
+        if not 0 < self.bloom_fpp < 1:
+            raise HoodieConfigError(f"Option 'hoodie.index.bloom.fpp' must be in (0, 1), got {self.bloom_fpp}.")
+        if self.keygen_class and self.keygen_class.lower() not in KEYGEN_BY_CLASS:
+            raise HoodieConfigError(
+                f"Option 'hoodie.datasource.write.keygenerator.class'='{self.keygen_class}' is not supported; "
+                f"supported: {', '.join(CLASS_BY_KEYGEN.values())}."
+            )
+        if self.table_name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.table_name):
+            raise HoodieConfigError(
+                f"Option 'hoodie.table.name'='{self.table_name}' is not a valid name (letters, digits, '_')."
+            )
+        return self
+
+    def with_(self, **changes) -> WriteConfig:
+        return replace(self, **changes)
+
+    # -- derived ---------------------------------------------------------------------------
+    @property
+    def resolved_keygen(self) -> str:
+        if self.keygen_type:
+            return self.keygen_type
+        if self.keygen_class:
+            return KEYGEN_BY_CLASS[self.keygen_class.lower()]
+        if not self.partition_fields:
+            return "non_partition"
+        if len(self.record_key_fields) > 1 or len(self.partition_fields) > 1:
+            return "complex"
+        return "simple"
+
+    def default_table_name(self) -> str:
+        base = os.path.basename(self.path.rstrip("/")) or "hoodie_table"
+        name = re.sub(r"[^A-Za-z0-9_]", "_", base)
+        return name if re.match(r"[A-Za-z_]", name) else f"t_{name}"
+
+
+def option_keys() -> list[str]:
+    """Every accepted key (for docs)."""
+    return sorted(o.key for o in OPTIONS)

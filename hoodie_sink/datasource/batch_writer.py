@@ -1,0 +1,52 @@
+"""`df.write.format("hoodie")`: the batch writer.
+
+Spark calls `DataSource.writer()` once, in a driver-side Python worker; that instance is
+pickled to every task and is also the one whose `commit`/`abort` run.  So the instant is
+started in the constructor (before any task writes), tasks write and report, and the commit
+publishes.  Everything that can refuse the input is checked in the constructor, so a bad
+option or schema fails the query before any data file exists.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter
+from pyspark.sql.types import StructType
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.datasource.messages import HoodieCommitMessage, results_of
+from hoodie_sink.datasource.spark_schema import spark_to_arrow
+from hoodie_sink.table import commit
+from hoodie_sink.table.write_task import InsertTask, TaskIdentity
+
+log = logging.getLogger(__name__)
+
+
+def task_identity() -> TaskIdentity:
+    tc = TaskContext.get()
+    if tc is None:
+        return TaskIdentity()
+    return TaskIdentity(tc.partitionId(), tc.stageId(), tc.taskAttemptId(), tc.attemptNumber())
+
+
+class HoodieBatchWriter(DataSourceArrowWriter):
+    def __init__(self, options, schema: StructType, overwrite: bool):
+        cfg = WriteConfig.from_options(dict(options))
+        self.ctx = commit.begin(cfg, spark_to_arrow(schema), overwrite=overwrite)
+
+    def write(self, iterator) -> HoodieCommitMessage:
+        task = InsertTask(self.ctx, task_identity())
+        return HoodieCommitMessage(task.write(iterator))
+
+    def commit(self, messages) -> None:
+        stats = [s for r in results_of(messages) for s in r.write_stats]
+        try:
+            commit.complete(self.ctx, stats)
+        except BaseException:
+            commit.abort(self.ctx)
+            raise
+
+    def abort(self, messages) -> None:
+        commit.abort(self.ctx)

@@ -1,0 +1,46 @@
+"""The engine's own Python API: write Arrow data into a Hudi table without Spark.
+
+The same coordinator and task code that the Spark adapter drives, run in one process: begin
+an instant, write every batch as one task, complete (or abort on any error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import pyarrow as pa
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table import commit
+from hoodie_sink.table.metadata import CommitMetadata
+from hoodie_sink.table.write_task import InsertTask, TaskIdentity
+
+DataLike = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+
+
+def _batches(data: DataLike) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:
+    if isinstance(data, pa.Table):
+        return data.schema, data.to_batches()
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, [data]
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, data
+    batches = list(data)
+    if not batches:
+        raise HoodieConfigError("write() got no record batches; pass a pyarrow Table to write an empty one.")
+    return batches[0].schema, batches
+
+
+def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "append") -> CommitMetadata:
+    if mode not in ("append", "overwrite"):
+        raise HoodieConfigError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
+    schema, batches = _batches(data)
+    cfg = WriteConfig.from_options(options, path=path)
+    ctx = commit.begin(cfg, schema, overwrite=(mode == "overwrite"))
+    try:
+        result = InsertTask(ctx, TaskIdentity()).write(batches)
+        return commit.complete(ctx, result.write_stats)
+    except BaseException:
+        commit.abort(ctx)
+        raise

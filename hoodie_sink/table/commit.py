@@ -1,0 +1,233 @@
+"""The coordinator: start an instant, complete it atomically, or roll it back.
+
+One write = one instant.  `begin` runs before any data file exists (driver side): it opens or
+creates the table, rolls back what failed writers left, checks the input schema against the
+table and publishes `<t>.<action>.requested` and the inflight file.  Tasks then write files,
+each announced by a marker.  `complete` deletes files that no successful task attempt
+reported (failed or speculative attempts), then publishes the completed file: the commit
+point.  `abort` deletes everything the markers name, then the pending timeline files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieCommitError, HoodieInjectedFailure, HoodieKeyError, HoodieSchemaError
+from hoodie_sink.table.fs_view import FileSystemView
+from hoodie_sink.table.hoodie_table import (
+    create_table,
+    latest_schema,
+    new_table_config,
+    reconcile,
+    table_exists,
+)
+from hoodie_sink.table.markers import delete_markers, list_marked_files
+from hoodie_sink.table.metadata import SCHEMA_KEY, CommitMetadata, WriteStat, inflight_workload_json
+from hoodie_sink.table.properties import TableConfig, read_table_config
+from hoodie_sink.table.replace_metadata import encode_requested_replace
+from hoodie_sink.table.schema import arrow_to_avro, check_compatible, storage_schema, with_meta_fields
+from hoodie_sink.table.services.rollback import delete_files, rollback_failed_writes
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.timeline.instant import COMMIT, INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
+from hoodie_sink.table.timeline.timeline import META_DIR, Timeline, TimelineStore
+
+log = logging.getLogger(__name__)
+
+OPERATION_TYPES = {
+    "insert": "INSERT",
+    "bulk_insert": "BULK_INSERT",
+    "upsert": "UPSERT",
+    "delete": "DELETE",
+    "insert_overwrite": "INSERT_OVERWRITE",
+    "insert_overwrite_table": "INSERT_OVERWRITE_TABLE",
+}
+REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """What every task and the commit need to know about one write.  Picklable."""
+
+    config: WriteConfig
+    table: TableConfig
+    instant: str
+    action: str
+    avro_schema: str  # table schema without meta fields (commit extraMetadata.schema)
+    avro_with_meta: str  # parquet.avro.schema of our base files
+    data_schema: pa.Schema  # storage schema of the data columns, in table order
+    created_table: bool = False
+    started_at: float = field(default_factory=time.time)
+
+    @property
+    def operation_type(self) -> str:
+        return OPERATION_TYPES[self.config.operation]
+
+    @property
+    def storage(self) -> Storage:
+        return Storage(self.config.path)
+
+
+def resolve_operation(cfg: WriteConfig, overwrite: bool) -> WriteConfig:
+    """mode("overwrite") replaces the table's data (or the written partitions)."""
+    if not overwrite:
+        return cfg
+    if "operation" in cfg.explicit and cfg.operation == "insert_overwrite":
+        return cfg
+    return cfg.with_(operation="insert_overwrite_table")
+
+
+def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) -> WriteContext:
+    cfg = resolve_operation(cfg, overwrite)
+    storage = Storage(cfg.path)
+    exists = table_exists(storage)
+    if exists:
+        table = read_table_config(storage)
+        cfg = reconcile(cfg, table)
+    else:
+        table = new_table_config(cfg)
+        cfg = cfg.with_(table_name=table.name)
+    _check_input_columns(cfg, input_schema)
+    # Everything that can refuse the input is checked before anything is written.
+    data_schema = storage_schema(_without_meta(input_schema))
+    incoming = arrow_to_avro(data_schema, table.name)
+    if not exists:
+        create_table(storage, table)
+    timeline = Timeline.load(storage)
+    rollback_failed_writes(storage, timeline)
+    timeline = Timeline.load(storage)
+    existing = latest_schema(storage, timeline, table) if exists else None
+    if existing:
+        existing_avro = json.loads(existing)
+        check_compatible(existing_avro, incoming)
+        data_schema = _table_order(data_schema, existing_avro)
+        incoming = arrow_to_avro(data_schema, table.name)
+
+    action = REPLACE_COMMIT if cfg.operation in REPLACE_OPERATIONS else COMMIT
+    instant = timeline.new_instant_time()
+    store = TimelineStore(storage)
+    op_type = OPERATION_TYPES[cfg.operation]
+    requested = store.create_requested(
+        instant, action, encode_requested_replace(op_type) if action == REPLACE_COMMIT else b""
+    )
+    store.transition_to_inflight(requested, inflight_workload_json(op_type))
+    ctx = WriteContext(
+        config=cfg,
+        table=table,
+        instant=instant,
+        action=action,
+        avro_schema=json.dumps(incoming, separators=(",", ":")),
+        avro_with_meta=json.dumps(with_meta_fields(incoming), separators=(",", ":")),
+        data_schema=data_schema,
+        created_table=not exists,
+    )
+    log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, op_type)
+    return ctx
+
+
+def _without_meta(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f for f in schema if not f.name.startswith("_hoodie_")])
+
+
+def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
+    """Put incoming columns in the table's column order; new columns go last."""
+    order = [f["name"] for f in table_avro.get("fields", [])]
+    by_name = {f.name: f for f in schema}
+    fields = [by_name[n] for n in order if n in by_name] + [f for f in schema if f.name not in order]
+    return pa.schema(fields)
+
+
+def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
+    names = schema.names
+    checks = [("hoodie.datasource.write.recordkey.field", f) for f in cfg.record_key_fields]
+    checks += [("hoodie.datasource.write.partitionpath.field", f) for f in cfg.partition_fields]
+    if cfg.precombine_field:
+        checks.append(("hoodie.datasource.write.precombine.field", cfg.precombine_field))
+    for option, column in checks:
+        if column not in names:
+            raise HoodieKeyError(
+                f"Option '{option}' names column '{column}', which the input does not have. "
+                f"Input columns: {', '.join(names)}."
+            )
+    if not cfg.record_key_fields:
+        raise HoodieKeyError(
+            f"No record key for the table at {cfg.path}. Help: set option "
+            "'hoodie.datasource.write.recordkey.field' (alias 'primaryKey') to the key column(s)."
+        )
+    for f in schema:
+        if f.name.startswith("_hoodie_") and f.name not in (
+            "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+            "_hoodie_partition_path", "_hoodie_file_name", "_hoodie_is_deleted",
+        ):  # fmt: skip
+            raise HoodieSchemaError(f"Column '{f.name}' uses the reserved prefix '_hoodie_'.")
+
+
+def complete(ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None) -> CommitMetadata:
+    """Finish the write: drop unreported files, then publish the commit atomically."""
+    storage = ctx.storage
+    reported = {s.path for s in stats}
+    orphans = [p for p, _ in list_marked_files(storage, ctx.instant) if p not in reported]
+    if orphans:
+        log.info("hoodie: deleting %d files of failed task attempts of %s", len(orphans), ctx.instant)
+        delete_files(storage, orphans)
+    if ctx.config.test_failure == "commit":
+        raise HoodieInjectedFailure(f"test failure injected before completing {ctx.instant}")
+
+    replaced = None
+    if ctx.config.operation in REPLACE_OPERATIONS:
+        replaced = _replaced_file_ids(storage, ctx, stats)
+    extra = {SCHEMA_KEY: ctx.avro_schema}
+    extra.update(dict(ctx.config.commit_extra))
+    extra.update(extra_metadata or {})
+    md = CommitMetadata(
+        operation_type=ctx.operation_type,
+        write_stats=stats,
+        extra_metadata=extra,
+        partition_to_replace_file_ids=replaced,
+    )
+    inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
+    try:
+        TimelineStore(storage).complete(inflight, md.to_bytes())
+    except Exception as e:
+        raise HoodieCommitError(f"Could not publish commit {ctx.instant} on {storage.base_uri}: {e}") from e
+    delete_markers(storage, ctx.instant)
+    log.info("hoodie: committed %s %s on %s: %s", ctx.action, ctx.instant, ctx.config.path, md.totals())
+    return md
+
+
+def _replaced_file_ids(storage: Storage, ctx: WriteContext, stats: list[WriteStat]) -> dict[str, list[str]]:
+    written = {s.partition_path for s in stats}
+    new_ids = {(s.partition_path, s.file_id) for s in stats}
+    view = FileSystemView.load(storage)
+    if ctx.config.operation == "insert_overwrite_table":
+        groups = view.file_groups()
+    else:
+        groups = view.file_groups(partition_filter=lambda p: p in written)
+    out: dict[str, list[str]] = {}
+    for fg in groups:
+        if (fg.partition_path, fg.file_id) not in new_ids:
+            out.setdefault(fg.partition_path, []).append(fg.file_id)
+    return {p: sorted(ids) for p, ids in out.items()}
+
+
+def abort(ctx: WriteContext) -> None:
+    """Undo the write: its files, its markers, its timeline files (and a table it created)."""
+    storage = ctx.storage
+    files = [p for p, _ in list_marked_files(storage, ctx.instant)]
+    delete_files(storage, files)
+    delete_markers(storage, ctx.instant)
+    store = TimelineStore(storage)
+    store.delete_pending(ctx.instant, ctx.action)
+    if ctx.created_table and not Timeline.load(storage).instants:
+        storage.delete_dir(META_DIR)
+        if not storage.list_names(""):
+            storage.delete_dir("")
+    log.info("hoodie: aborted %s %s on %s (%d files deleted)", ctx.action, ctx.instant, ctx.config.path, len(files))
+
+
+__all__ = ["WriteContext", "begin", "complete", "abort", "REQUESTED"]

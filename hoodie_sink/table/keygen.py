@@ -1,0 +1,885 @@
+"""Record keys and partition paths, vectorised over Arrow (hudi-format-v6.md §9).
+
+Reproduces the Avro-path key generators of Java Hudi 0.14/0.15 (``SimpleAvroKeyGenerator``,
+``ComplexAvroKeyGenerator``, ``NonpartitionedAvroKeyGenerator``, ``TimestampBasedAvroKeyGenerator``
+with ``KeyGenUtils``), which is what ``df.write.format("hudi")`` runs. No per-row Python: values are
+rendered with pyarrow.compute; partition values are processed once per distinct value.
+
+Value -> string rendering (Java renders the Avro value with ``toString``):
+
+* strings as is; integers as decimal digits; booleans ``true``/``false``; dates ``yyyy-MM-dd``;
+  decimals like ``BigDecimal.toString`` (``12345.67890``, ``1E-8``);
+* timestamps as **epoch microseconds** (the Avro ``timestamp-micros`` long; Java's default
+  ``consistent.logical.timestamp.enabled=false``). Spark SQL's ``SqlKeyGenerator`` instead writes
+  ``yyyy-MM-dd HH:mm:ss`` partition values for TIMESTAMP columns; we follow the datasource path;
+* floats/doubles like Java's ``Double.toString``/``Float.toString`` (``1.0``, ``1.0E10``, ``NaN``),
+  rendered once per distinct value (float keys are rare; digits are the shortest round-trip ones,
+  as JDK 19+ prints them);
+* binary, nested and other types are refused (Java would write ``HeapByteBuffer[...]`` or JSON).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import math
+import re
+import zoneinfo
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_sink.errors import HoodieConfigError, HoodieKeyError
+
+KEYGEN_CLASSES: dict[str, str] = {
+    "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
+    "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
+    "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    "TIMESTAMP": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+    "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator",
+}
+SUPPORTED_KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP")
+
+NULL_RECORDKEY_PLACEHOLDER = "__null__"
+EMPTY_RECORDKEY_PLACEHOLDER = "__empty__"
+DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
+
+_SIMPLE_CLASS_NAMES = {
+    "SimpleKeyGenerator": "SIMPLE",
+    "SimpleAvroKeyGenerator": "SIMPLE",
+    "ComplexKeyGenerator": "COMPLEX",
+    "ComplexAvroKeyGenerator": "COMPLEX",
+    "NonpartitionedKeyGenerator": "NON_PARTITION",
+    "NonpartitionedAvroKeyGenerator": "NON_PARTITION",
+    "NonPartitionedKeyGenerator": "NON_PARTITION",
+    "TimestampBasedKeyGenerator": "TIMESTAMP",
+    "TimestampBasedAvroKeyGenerator": "TIMESTAMP",
+    "CustomKeyGenerator": "CUSTOM",
+    "CustomAvroKeyGenerator": "CUSTOM",
+}
+_KEYGEN_PACKAGES = ("", "org.apache.hudi.keygen")
+_TIMESTAMP_TYPES = ("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR")
+_TIME_UNIT_MS = {  # hoodie.keygen.timebased.timestamp.scalar.time.unit -> (multiplier, divisor) to millis
+    "NANOSECONDS": (1, 1_000_000),
+    "MICROSECONDS": (1, 1_000),
+    "MILLISECONDS": (1, 1),
+    "SECONDS": (1_000, 1),
+    "MINUTES": (60_000, 1),
+    "HOURS": (3_600_000, 1),
+    "DAYS": (86_400_000, 1),
+}
+
+Data = pa.RecordBatch | pa.Table
+Column = pa.Array | pa.ChunkedArray
+
+
+def keygen_type_from_class(class_name: str) -> str:
+    """Key generator type ("SIMPLE", ...) for a ``hoodie.table.keygenerator.class`` value; also
+    accepts the Avro variants, bare class names and type names (``hoodie.datasource.write.keygenerator.type``)."""
+    name = (class_name or "").strip()
+    if name.upper() in KEYGEN_CLASSES:
+        return name.upper()
+    package, _, simple = name.rpartition(".")
+    if package in _KEYGEN_PACKAGES and simple in _SIMPLE_CLASS_NAMES:
+        return _SIMPLE_CLASS_NAMES[simple]
+    if simple == "SqlKeyGenerator":
+        raise HoodieConfigError(
+            f"Key generator '{name}' is Spark SQL's wrapper around another key generator; it does not "
+            f"say which one. Help: set hoodie.table.keygenerator.class to the wrapped class "
+            f"(hoodie.sql.origin.keygen.class), e.g. {KEYGEN_CLASSES['SIMPLE']}."
+        )
+    raise HoodieConfigError(
+        f"Unknown key generator '{name}' (hoodie.table.keygenerator.class). "
+        f"Help: use one of {', '.join(KEYGEN_CLASSES[t] for t in SUPPORTED_KEYGEN_TYPES)}."
+    )
+
+
+def _fields(value: Any, option: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = value.strip()
+    items = value.split(",") if isinstance(value, str) and value else list(value or ())
+    fields = tuple(str(v).strip() for v in items)
+    if any(not f for f in fields):
+        raise HoodieConfigError(
+            f"Option {option} has an empty field name in {value!r}. Help: e.g. 'id,name'."
+        )
+    return fields
+
+
+@dataclass(frozen=True)
+class KeyGenConfig:
+    """How record keys and partition paths are derived (parsed once from the write options).
+
+    ``record_key_fields``/``partition_fields`` may be given as tuples or comma-separated strings;
+    nested fields are dotted (``a.b``). The timezone options follow
+    ``hoodie.keygen.timebased.timezone`` / ``.input.timezone`` / ``.output.timezone``.
+    """
+
+    keygen_type: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...] = ()
+    hive_style: bool = False
+    url_encode: bool = False
+    timestamp_type: str | None = None
+    input_date_format: str | None = None
+    output_date_format: str = "yyyy-MM-dd"
+    timezone: str = "UTC"
+    input_timezone: str | None = None
+    output_timezone: str | None = None
+    scalar_time_unit: str = "SECONDS"
+    input_date_format_delimiter: str = ","
+
+    def __post_init__(self) -> None:
+        kind = str(self.keygen_type).upper()
+        object.__setattr__(self, "keygen_type", kind)
+        object.__setattr__(
+            self, "record_key_fields", _fields(self.record_key_fields, "hoodie.table.recordkey.fields")
+        )
+        object.__setattr__(
+            self, "partition_fields", _fields(self.partition_fields, "hoodie.table.partition.fields")
+        )
+        if kind == "CUSTOM":
+            raise HoodieConfigError(
+                "Key generator CUSTOM (CustomKeyGenerator) is not supported by hoodie_sink. "
+                "Help: use SIMPLE/COMPLEX for value partitions or TIMESTAMP for one time-based partition field."
+            )
+        if kind not in SUPPORTED_KEYGEN_TYPES:
+            raise HoodieConfigError(
+                f"Unknown key generator type '{self.keygen_type}'. Help: use one of {', '.join(SUPPORTED_KEYGEN_TYPES)}."
+            )
+        if not self.record_key_fields:
+            raise HoodieConfigError(
+                "No record key field configured (hoodie.datasource.write.recordkey.field). "
+                "Help: set it to the column(s) that identify a record, e.g. 'id'."
+            )
+        n_keys, n_parts = len(self.record_key_fields), len(self.partition_fields)
+        if kind in ("SIMPLE", "TIMESTAMP") and n_keys != 1:
+            raise HoodieConfigError(
+                f"Key generator {kind} takes exactly one record key field, got {self.record_key_fields}. "
+                f"Help: use key generator COMPLEX for composite keys."
+            )
+        if kind in ("SIMPLE", "TIMESTAMP") and n_parts != 1:
+            raise HoodieConfigError(
+                f"Key generator {kind} takes exactly one partition field, got {self.partition_fields}. "
+                f"Help: use COMPLEX for several partition fields, NON_PARTITION for none."
+            )
+        if kind == "NON_PARTITION" and n_parts:
+            raise HoodieConfigError(
+                f"Key generator NON_PARTITION contradicts partition fields {self.partition_fields}. "
+                f"Help: drop hoodie.datasource.write.partitionpath.field or use SIMPLE/COMPLEX."
+            )
+        if kind == "TIMESTAMP":
+            self._check_timestamp_options()
+
+    def _check_timestamp_options(self) -> None:
+        ttype = self.timestamp_type.upper() if self.timestamp_type else None
+        object.__setattr__(self, "timestamp_type", ttype)
+        if ttype is not None and ttype not in _TIMESTAMP_TYPES:
+            raise HoodieConfigError(
+                f"hoodie.keygen.timebased.timestamp.type='{self.timestamp_type}' is not supported. "
+                f"Help: use one of {', '.join(_TIMESTAMP_TYPES)}."
+            )
+        if ttype == "DATE_STRING" and not (self.input_date_format or "").strip():
+            raise HoodieConfigError(
+                "hoodie.keygen.timebased.input.dateformat is required with timestamp.type DATE_STRING. "
+                "Help: set it, e.g. yyyy-MM-dd'T'HH:mm:ss.SSSZ."
+            )
+        if self.scalar_time_unit.upper() not in _TIME_UNIT_MS:
+            raise HoodieConfigError(
+                f"hoodie.keygen.timebased.timestamp.scalar.time.unit='{self.scalar_time_unit}' is unknown. "
+                f"Help: use one of {', '.join(_TIME_UNIT_MS)}."
+            )
+        _compile_format(self.output_date_format, "hoodie.keygen.timebased.output.dateformat")
+        for fmt in self.input_formats:
+            _compile_parser(fmt, "hoodie.keygen.timebased.input.dateformat")
+        for option, zone in (
+            ("hoodie.keygen.timebased.input.timezone", self.input_zone),
+            ("hoodie.keygen.timebased.output.timezone", self.output_zone),
+        ):
+            _check_zone(zone, option)
+
+    @property
+    def input_zone(self) -> str:
+        return self.input_timezone or self.timezone
+
+    @property
+    def output_zone(self) -> str:
+        return self.output_timezone or self.timezone
+
+    @property
+    def input_formats(self) -> tuple[str, ...]:
+        raw = self.input_date_format or ""
+        return tuple(f.strip() for f in re.split(self.input_date_format_delimiter, raw) if f.strip())
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields)
+
+
+# --------------------------------------------------------------------------------------------
+# Column access and Java-style rendering
+
+
+def _column(data: Data, name: str) -> Column:
+    """Column ``name`` (dotted names reach into structs, as Hudi's getNestedFieldVal)."""
+    names = data.schema.names
+    if name in names:
+        col = data.column(name)
+    else:
+        head, _, rest = name.partition(".")
+        col = data.column(head) if rest and head in names else None
+        for part in rest.split(".") if col is not None else ():
+            if not pa.types.is_struct(col.type) or col.type.get_field_index(part) < 0:
+                col = None
+                break
+            col = pc.struct_field(col, part)
+        if col is None:
+            lower = [n for n in names if n.lower() == name.lower()]
+            hint = f" A column '{lower[0]}' exists; names are case-sensitive." if lower else ""
+            raise HoodieKeyError(
+                f"Key/partition field '{name}' is not a column of the input.{hint} "
+                f"Available columns: {', '.join(names)}. Help: fix hoodie.datasource.write.recordkey.field / "
+                f"partitionpath.field or add the column."
+            )
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col
+
+
+def _java_strings(col: Column, field: str) -> Column:
+    """String form of each value as Java's Avro key generators write it (nulls stay null)."""
+    t = col.type
+    if pa.types.is_string(t):
+        return col
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return col.cast(pa.string())
+    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t):
+        return col.cast(pa.string())
+    if pa.types.is_date(t):
+        return col.cast(pa.date32()).cast(pa.string())
+    if pa.types.is_timestamp(t):
+        micros = col.cast(pa.timestamp("us", tz=t.tz), safe=False).cast(pa.int64())
+        return micros.cast(pa.string())
+    if pa.types.is_floating(t) and not pa.types.is_float16(t):
+        return _per_distinct(col, lambda values: _java_float_strings(values, pa.types.is_float32(t)))
+    if pa.types.is_null(t):
+        return pa.nulls(len(col), pa.string())
+    raise HoodieKeyError(
+        f"Key/partition field '{field}' has type {t}, which Hudi cannot render as a key "
+        f"(Java would write an object dump). Help: use a STRING, integer, DECIMAL, DATE or TIMESTAMP "
+        f"column, e.g. cast it to STRING."
+    )
+
+
+def _per_distinct(col: Column, fn: Any) -> Column:
+    """Apply ``fn`` (Array -> string Array) once per distinct value and spread the results back."""
+    distinct = pc.unique(col)
+    rendered = fn(distinct)
+    return pc.take(rendered, pc.index_in(col, value_set=distinct, skip_nulls=False))
+
+
+def _to_array(col: Column) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _bad_row_message(mask: Column) -> tuple[int, int]:
+    """(number of True rows, index of the first one)."""
+    count = pc.sum(mask).as_py() or 0
+    first = pc.index(mask, True).as_py() if count else -1
+    return count, first
+
+
+# --------------------------------------------------------------------------------------------
+# Partition path escaping (Hive's FileUtils.escapePathName, via PartitionPathEncodeUtils)
+
+_ESCAPED_CHARS = [chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
+_ESCAPE_RE = "[\\x00-\\x1f\"#%'*/:=?\\\\\\x7f{\\[\\]^]"
+
+
+def escape_partition_values(values: Column) -> Column:
+    """Hive escaping of each value: listed characters become ``%XX`` (upper-case hex)."""
+    if not pc.any(pc.match_substring_regex(values, _ESCAPE_RE)).as_py():
+        return values
+    # '%' first, so the '%' of the escapes added afterwards is not escaped again.
+    for ch in ["%"] + [c for c in _ESCAPED_CHARS if c != "%"]:
+        if pc.any(pc.match_substring(values, ch)).as_py():
+            values = pc.replace_substring(values, ch, f"%{ord(ch):02X}")
+    return values
+
+
+def escape_path_name(value: str) -> str:
+    """Scalar form of :func:`escape_partition_values`."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED_CHARS else c for c in value)
+
+
+def unescape_path_name(value: str) -> str:
+    """Inverse of :func:`escape_path_name` (Hive's unescapePathName: any ``%XX`` hex pair)."""
+    return unquote(value, errors="strict") if "%" in value else value
+
+
+# --------------------------------------------------------------------------------------------
+# Key generator
+
+
+class KeyGenerator:
+    """Record keys and partition paths for batches, per a :class:`KeyGenConfig` (picklable)."""
+
+    def __init__(self, config: KeyGenConfig) -> None:
+        self.config = config
+
+    # -- record keys ------------------------------------------------------------------------
+
+    def record_keys(self, data: Data) -> pa.Array:
+        """``_hoodie_record_key`` of every row (string array, no nulls)."""
+        fields = self.config.record_key_fields
+        if len(fields) == 1:
+            # One key field: the bare value (0.14/0.15 write no 'field:' prefix even for COMPLEX).
+            keys = _java_strings(_column(data, fields[0]), fields[0])
+            bad = pc.or_kleene(pc.is_null(keys), pc.equal(keys, ""))
+            count, first = _bad_row_message(bad)
+            if count:
+                raise HoodieKeyError(
+                    f"Record key field '{fields[0]}' is null or empty in {count} of {data.num_rows} rows "
+                    f"(first at row {first}); Hudi requires a non-empty record key. Help: filter or fill "
+                    f"those rows before writing, e.g. df.na.drop(subset=['{fields[0]}'])."
+                )
+            return _to_array(keys)
+        parts: list[Column] = []
+        all_bad: Column | None = None
+        for field in fields:
+            values = _java_strings(_column(data, field), field)
+            is_null = pc.is_null(values)
+            is_empty = pc.fill_null(pc.equal(values, ""), False)
+            part = pc.if_else(
+                is_null, NULL_RECORDKEY_PLACEHOLDER, pc.if_else(is_empty, EMPTY_RECORDKEY_PLACEHOLDER, values)
+            )
+            parts.append(pc.binary_join_element_wise(f"{field}:", part, ""))
+            bad = pc.or_(is_null, is_empty)
+            all_bad = bad if all_bad is None else pc.and_(all_bad, bad)
+        count, first = _bad_row_message(all_bad)
+        if count:
+            raise HoodieKeyError(
+                f"All record key fields ({', '.join(fields)}) are null or empty in {count} of "
+                f"{data.num_rows} rows (first at row {first}); Hudi requires at least one non-empty part. "
+                f"Help: filter those rows before writing, e.g. df.na.drop(how='all', subset={list(fields)})."
+            )
+        return _to_array(pc.binary_join_element_wise(*parts, ","))
+
+    # -- partition paths --------------------------------------------------------------------
+
+    def partition_paths(self, data: Data) -> pa.Array:
+        """``_hoodie_partition_path`` of every row (``""`` for non-partitioned tables)."""
+        cfg = self.config
+        if not cfg.partition_fields:
+            return pa.repeat(pa.scalar("", pa.string()), data.num_rows)
+        if cfg.keygen_type == "TIMESTAMP":
+            field = cfg.partition_fields[0]
+            return _to_array(
+                _per_distinct(_column(data, field), lambda v: self._timestamp_segments(v, field))
+            )
+        segments = [
+            _per_distinct(_column(data, f), lambda v, f=f: self._value_segments(v, f))
+            for f in cfg.partition_fields
+        ]
+        if len(segments) == 1:
+            return _to_array(segments[0])
+        return _to_array(pc.binary_join_element_wise(*segments, "/"))
+
+    def _value_segments(self, values: pa.Array, field: str) -> pa.Array:
+        strings = _java_strings(values, field)
+        missing = pc.or_kleene(pc.is_null(strings), pc.equal(strings, ""))
+        if self.config.url_encode:
+            strings = escape_partition_values(strings)
+        segment = pc.if_else(missing, DEFAULT_PARTITION_PATH, strings)
+        return self._hive(segment, field)
+
+    def _hive(self, segment: Column, field: str) -> Column:
+        return pc.binary_join_element_wise(f"{field}=", segment, "") if self.config.hive_style else segment
+
+    def _timestamp_segments(self, values: pa.Array, field: str) -> pa.Array:
+        cfg = self.config
+        millis = _to_epoch_millis(values, field, cfg)
+        path = _format_millis(
+            millis, _compile_format(cfg.output_date_format, ""), _arrow_zone(cfg.output_zone)
+        )
+        if cfg.url_encode:
+            path = escape_partition_values(path)
+        return self._hive(path, field)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading partition paths back
+
+
+def parse_partition_path(
+    path: str, fields: tuple[str, ...] | list[str], hive_style: bool, url_encode: bool = False
+) -> dict[str, str]:
+    """Partition values by field for a partition path (the inverse of partition_paths, for pruning).
+
+    Values are returned as written (``__HIVE_DEFAULT_PARTITION__`` stays as is); with
+    ``url_encode`` they are unescaped. A single partition field takes the whole path, so values
+    containing ``/`` (TIMESTAMP key generator, no url encoding) come back whole.
+    """
+    fields = tuple(fields)
+    if not fields:
+        if path:
+            raise HoodieKeyError(f"Partition path '{path}' given for a non-partitioned table.")
+        return {}
+    segments = [path] if len(fields) == 1 else path.split("/")
+    if len(segments) != len(fields):
+        raise HoodieKeyError(
+            f"Partition path '{path}' has {len(segments)} segments but the table has {len(fields)} "
+            f"partition fields ({', '.join(fields)}). Help: check hoodie.table.partition.fields."
+        )
+    out: dict[str, str] = {}
+    for field, segment in zip(fields, segments):
+        value = segment
+        if hive_style:
+            prefix = f"{field}="
+            if not segment.startswith(prefix):
+                raise HoodieKeyError(
+                    f"Partition path '{path}' segment '{segment}' does not start with '{prefix}' "
+                    f"(hive-style partitioning). Help: check hoodie.datasource.write.hive_style_partitioning."
+                )
+            value = segment[len(prefix) :]
+        out[field] = unescape_path_name(value) if url_encode else value
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Java float rendering
+
+
+def _java_float_strings(values: pa.Array, single: bool) -> pa.Array:
+    """Java ``Double.toString``/``Float.toString`` of each (distinct) value."""
+    np_type = np.float32 if single else np.float64
+    out = [None if v is None else _java_float(np_type(v)) for v in values.to_pylist()]
+    return pa.array(out, pa.string())
+
+
+def _java_float(x: np.floating) -> str:
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, float(x)) < 0 else "0.0"
+    mantissa, exp_text = np.format_float_scientific(x, unique=True, trim="-").split("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "")
+    exp = int(exp_text)
+    if 1e-3 <= abs(float(x)) < 1e7:  # Java prints plain decimal notation in this range
+        if exp >= 0:
+            return f"{sign}{digits[: exp + 1].ljust(exp + 1, '0')}.{digits[exp + 1 :] or '0'}"
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"
+
+
+# --------------------------------------------------------------------------------------------
+# Java (Joda) date patterns for the TIMESTAMP key generator
+
+
+@dataclass(frozen=True)
+class _Token:
+    letter: str  # pattern letter, or "" for literal text
+    width: int
+    text: str = ""
+
+
+# Letters we can print / parse. Joda knows more (G, C, x, w, e, z, ...); those are refused.
+_FORMAT_LETTERS = set("yYMdDHhKkmsSaEZX")
+_PARSE_LETTERS = set("yYMdHhKkmsSaEZX")
+_NUMERIC_LETTERS = set("yYdDHhKkmsS")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")  # fmt: skip
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MAX_DIGITS = {"y": 9, "Y": 9, "D": 3, "S": 9}
+_REGEX_META = re.compile(r"([\\.^$|?*+()\[\]{}])")
+
+
+def _is_numeric(token: _Token) -> bool:
+    return token.letter in _NUMERIC_LETTERS or (token.letter == "M" and token.width <= 2)
+
+
+@functools.lru_cache(maxsize=64)
+def _tokenize(pattern: str, option: str) -> tuple[_Token, ...]:
+    """Split a Java/Joda date pattern into letter runs and literal text ('quoted', '' = quote)."""
+    tokens: list[_Token] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c.isascii() and c.isalpha():
+            j = i
+            while j < n and pattern[j] == c:
+                j += 1
+            tokens.append(_Token(c, j - i))
+            i = j
+            continue
+        if c != "'":
+            text, i = c, i + 1
+        elif pattern.startswith("''", i):
+            text, i = "'", i + 2
+        else:
+            end = i + 1
+            chunk: list[str] = []
+            while True:
+                if end >= n:
+                    raise HoodieConfigError(
+                        f"{option}='{pattern}' has an unterminated quote. Help: close literal text with ', e.g. 'T'."
+                    )
+                if pattern.startswith("''", end):
+                    chunk.append("'")
+                    end += 2
+                elif pattern[end] == "'":
+                    break
+                else:
+                    chunk.append(pattern[end])
+                    end += 1
+            text, i = "".join(chunk), end + 1
+        if tokens and not tokens[-1].letter:
+            tokens[-1] = _Token("", 1, tokens[-1].text + text)
+        else:
+            tokens.append(_Token("", 1, text))
+    return tuple(tokens)
+
+
+def _unsupported_letter(pattern: str, option: str, token: _Token) -> HoodieConfigError:
+    return HoodieConfigError(
+        f"{option}='{pattern}' uses the pattern letter '{token.letter * token.width}', which hoodie_sink "
+        f"does not support. Help: use y, M, d, H, h, a, m, s, S, E, D and Z (e.g. yyyy/MM/dd/HH); quote "
+        f"literal text like 'T'."
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _compile_format(pattern: str, option: str) -> tuple[_Token, ...]:
+    tokens = _tokenize(pattern, option)
+    for t in tokens:
+        if t.letter and (t.letter not in _FORMAT_LETTERS or (t.letter == "Z" and t.width > 3)):
+            raise _unsupported_letter(pattern, option, t)
+    return tokens
+
+
+@dataclass(frozen=True)
+class _Parser:
+    pattern: str
+    regex: str
+    groups: tuple[tuple[str, _Token], ...]  # (regex group name, token)
+    has_offset: bool
+
+
+@functools.lru_cache(maxsize=64)
+def _compile_parser(pattern: str, option: str) -> _Parser:
+    """A regex with one named group per field. As Joda, a numeric field directly followed by
+    another numeric field is fixed-width (``yyyyMMdd``); otherwise it takes 1..max digits."""
+    tokens = _tokenize(pattern, option)
+    parts: list[str] = ["^"]
+    groups: list[tuple[str, _Token]] = []
+    for i, t in enumerate(tokens):
+        if not t.letter:
+            parts.append(_REGEX_META.sub(r"\\\1", t.text))
+            continue
+        if t.letter not in _PARSE_LETTERS or (t.letter == "Z" and t.width > 2):
+            raise _unsupported_letter(pattern, option, t)
+        name = f"g{i}"
+        adjacent = i + 1 < len(tokens) and _is_numeric(tokens[i + 1])
+        if t.letter in "yY" and t.width == 2:
+            body = r"\d{2}"
+        elif _is_numeric(t):
+            body = (
+                rf"\d{{{t.width}}}" if adjacent else rf"\d{{1,{max(t.width, _MAX_DIGITS.get(t.letter, 2))}}}"
+            )
+        elif t.letter == "M":
+            body = "(?i:" + "|".join(m.lower() for m in _MONTHS + tuple(m[:3] for m in _MONTHS)) + ")"
+        elif t.letter == "E":
+            body = "(?i:" + "|".join(d.lower() for d in _DAYS + tuple(d[:3] for d in _DAYS)) + ")"
+        elif t.letter == "a":
+            body = "(?i:am|pm)"
+        else:  # Z, ZZ, X..: 'Z' or an offset +hh, +hhmm, +hh:mm
+            body = r"Z|[+-]\d{2}(?::?\d{2})?"
+        parts.append(f"(?P<{name}>{body})")
+        groups.append((name, t))
+    parts.append("$")
+    has_offset = any(t.letter in "ZX" for _, t in groups)
+    return _Parser(pattern, "".join(parts), tuple(groups), has_offset)
+
+
+def _normalize_zone(zone: str) -> str:
+    # Java's TimeZone.getTimeZone accepts GMT+8 / UTC+08:00; Arrow wants +08:00.
+    m = re.fullmatch(r"(?:GMT|UTC)?([+-])(\d{1,2})(?::?(\d{2}))?", zone.strip())
+    if m:
+        return f"{m.group(1)}{int(m.group(2)):02d}:{m.group(3) or '00'}"
+    return zone.strip()
+
+
+def _arrow_zone(zone: str) -> str:
+    return _normalize_zone(zone)
+
+
+def _check_zone(zone: str, option: str) -> None:
+    normalized = _normalize_zone(zone)
+    try:
+        if not re.fullmatch(r"[+-]\d{2}:\d{2}", normalized):
+            zoneinfo.ZoneInfo(normalized)
+        pc.local_timestamp(pa.array([0], pa.timestamp("ms", tz=normalized)))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, pa.ArrowInvalid) as e:
+        # Java silently falls back to GMT for unknown ids; a typo should not move partitions.
+        raise HoodieConfigError(
+            f"{option}='{zone}' is not a known time zone ({e}). Help: use an IANA id such as UTC or "
+            f"Europe/Paris, or an offset like +08:00."
+        ) from e
+
+
+def _np(col: Column) -> np.ndarray:
+    return np.asarray(_to_array(col).to_numpy(zero_copy_only=False))
+
+
+def _digits(values: np.ndarray, width: int) -> pa.Array:
+    return pc.utf8_lpad(pa.array(values).cast(pa.string()), width=width, padding="0")
+
+
+def _format_millis(millis: pa.Array, tokens: tuple[_Token, ...], zone: str) -> pa.Array:
+    """Render epoch millis (no nulls) with a Joda pattern in ``zone`` (English names)."""
+    ts = millis.cast(pa.timestamp("ms", tz=zone))
+    parts: list[Any] = []
+    for t in tokens:
+        w = t.width
+        if not t.letter:
+            parts.append(t.text)
+        elif t.letter in "yY":
+            year = _np(pc.year(ts))
+            parts.append(_digits(year % 100, 2) if w == 2 else _digits(year, w))
+        elif t.letter == "M":
+            month = _np(pc.month(ts))
+            parts.append(_names(_MONTHS, month - 1, w) if w >= 3 else _digits(month, w))
+        elif t.letter in "dDmsHhKk":
+            parts.append(_digits(_clock_field(ts, t.letter), w))
+        elif t.letter == "S":
+            frac = pc.utf8_lpad(pc.millisecond(ts).cast(pa.string()), width=3, padding="0")
+            parts.append(
+                pc.utf8_slice_codeunits(frac, 0, w) if w <= 3 else pc.utf8_rpad(frac, width=w, padding="0")
+            )
+        elif t.letter == "a":
+            parts.append(pc.if_else(pc.less(pc.hour(ts), 12), "AM", "PM"))
+        elif t.letter == "E":
+            parts.append(_names(_DAYS, _np(pc.day_of_week(ts)), w))
+        else:  # Z, ZZ, X, XX, XXX: the zone offset
+            parts.append(_offset_text(ts, millis, t))
+    if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
+        return pa.repeat(pa.scalar("".join(parts), pa.string()), len(millis))
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def _names(names: tuple[str, ...], index: np.ndarray, width: int) -> pa.Array:
+    table = pa.array(list(names) if width >= 4 else [n[:3] for n in names])
+    return table.take(pa.array(index))
+
+
+def _clock_field(ts: pa.Array, letter: str) -> np.ndarray:
+    if letter == "d":
+        return _np(pc.day(ts))
+    if letter == "D":
+        return _np(pc.day_of_year(ts))
+    if letter == "m":
+        return _np(pc.minute(ts))
+    if letter == "s":
+        return _np(pc.second(ts))
+    hour = _np(pc.hour(ts))
+    return {"H": hour, "h": (hour + 11) % 12 + 1, "K": hour % 12, "k": np.where(hour == 0, 24, hour)}[letter]
+
+
+def _offset_text(ts: pa.Array, millis: pa.Array, token: _Token) -> pa.Array:
+    local = _np(pc.local_timestamp(ts).cast(pa.int64()))
+    minutes = (local - _np(millis)) // 60_000
+    sign = np.where(minutes < 0, "-", "+")
+    hh = np.char.zfill((np.abs(minutes) // 60).astype(str), 2)
+    mm = np.char.zfill((np.abs(minutes) % 60).astype(str), 2)
+    if token.letter == "Z":  # Joda prints +0000 / +00:00 for UTC
+        text = np.char.add(np.char.add(sign, hh), np.char.add(":", mm) if token.width == 2 else mm)
+    else:  # java.time X: 'Z' for zero, else +hh / +hhmm / +hh:mm
+        sep = ":" if token.width >= 3 else ""
+        tail = np.char.add(sep, mm)
+        if token.width == 1:  # X prints the minutes only when they are not zero
+            tail = np.where(np.abs(minutes) % 60 == 0, "", mm)
+        text = np.where(minutes == 0, "Z", np.char.add(np.char.add(sign, hh), tail))
+    return pa.array(text.astype(object), pa.string())
+
+
+def _int_group(match: pa.StructArray, name: str, valid: pa.Array, default: int) -> np.ndarray:
+    values = pc.if_else(valid, pc.struct_field(match, name), str(default))
+    return _np(values.cast(pa.int64()))
+
+
+def _parse_with(strings: pa.Array, parser: _Parser, zone: str) -> pa.Array:
+    """Epoch millis of each string matching ``parser`` (null where it does not match)."""
+    match = pc.extract_regex(strings, parser.regex)
+    valid = pc.fill_null(match.is_valid(), False)
+    fields: dict[str, np.ndarray] = {}
+    pm = np.zeros(len(strings), dtype=bool)
+    offset_minutes = np.zeros(len(strings), dtype=np.int64)
+    for name, t in parser.groups:
+        if t.letter in "yY":
+            year = _int_group(match, name, valid, 1970)
+            fields["year"] = _two_digit_year(year) if t.width == 2 else year
+        elif t.letter == "M" and t.width >= 3:
+            text = pc.utf8_lower(pc.if_else(valid, pc.struct_field(match, name), "jan"))
+            lowered = pa.array([m.lower() for m in _MONTHS] + [m[:3].lower() for m in _MONTHS])
+            fields["month"] = _np(pc.index_in(text, value_set=lowered)) % 12 + 1
+        elif t.letter == "a":
+            pm = _np(pc.equal(pc.utf8_lower(pc.if_else(valid, pc.struct_field(match, name), "am")), "pm"))
+        elif t.letter == "S":
+            frac = pc.utf8_rpad(
+                pc.utf8_slice_codeunits(pc.struct_field(match, name), 0, 3), width=3, padding="0"
+            )
+            fields["millis"] = _np(pc.if_else(valid, frac, "0").cast(pa.int64()))
+        elif t.letter in "ZX":
+            offset_minutes = _offset_minutes(pc.if_else(valid, pc.struct_field(match, name), "Z"))
+        elif t.letter != "E":  # day-of-week names are matched and ignored, as Joda does
+            key = {"M": "month", "d": "day", "H": "hour", "k": "hour", "K": "hour12", "h": "hour12"}.get(
+                t.letter, {"m": "minute", "s": "second"}.get(t.letter, t.letter)
+            )
+            fields[key] = _int_group(match, name, valid, 0)
+    year, month = (
+        fields.get("year", np.full(len(strings), 1970)),
+        fields.get("month", np.ones(len(strings), int)),
+    )
+    day = fields.get("day", np.ones(len(strings), int))
+    hour = fields["hour12"] % 12 + np.where(pm, 12, 0) if "hour12" in fields else fields.get("hour", 0) % 24
+    ok = _np(valid) & (month >= 1) & (month <= 12) & (day >= 1)
+    month_start = ((year - 1970) * 12 + np.clip(month, 1, 12) - 1).astype("datetime64[M]")
+    days_in_month = ((month_start + 1).astype("datetime64[D]") - month_start.astype("datetime64[D]")).astype(
+        int
+    )
+    ok &= day <= days_in_month
+    ok &= (fields.get("minute", 0) < 60) & (fields.get("second", 0) < 60) & (fields.get("hour", 0) <= 24)
+    days = month_start.astype("datetime64[D]").astype(np.int64) + day - 1
+    seconds = ((hour * 60 + fields.get("minute", 0)) * 60) + fields.get("second", 0)
+    local = days * 86_400_000 + seconds * 1000 + fields.get("millis", 0)
+    if parser.has_offset:
+        utc = local - offset_minutes * 60_000
+    else:
+        utc = _local_to_utc(local, ok, zone)
+    return pa.array(utc, pa.int64(), mask=~ok)
+
+
+def _two_digit_year(yy: np.ndarray) -> np.ndarray:
+    # Joda 'yy': the century is chosen so the year falls within [pivot-50, pivot+49], pivot = now - 30.
+    low = datetime.date.today().year - 30 - 50
+    year = low - low % 100 + yy
+    return np.where(year < low, year + 100, year)
+
+
+def _offset_minutes(text: pa.Array) -> np.ndarray:
+    parts = pc.extract_regex(
+        pc.if_else(pc.equal(text, "Z"), "+00:00", text), r"^(?P<s>[+-])(?P<h>\d{2}):?(?P<m>\d{2})?$"
+    )
+    hours = _np(pc.struct_field(parts, "h").cast(pa.int64()))
+    minutes = _np(
+        pc.if_else(pc.equal(pc.struct_field(parts, "m"), ""), "0", pc.struct_field(parts, "m")).cast(
+            pa.int64()
+        )
+    )
+    sign = np.where(_np(pc.equal(pc.struct_field(parts, "s"), "-")), -1, 1)
+    return sign * (hours * 60 + minutes)
+
+
+def _local_to_utc(local: np.ndarray, ok: np.ndarray, zone: str) -> np.ndarray:
+    arrow_zone = _arrow_zone(zone)
+    if arrow_zone in ("UTC", "GMT", "+00:00", "Etc/UTC"):
+        return local
+    naive = pa.array(np.where(ok, local, 0), pa.int64()).cast(pa.timestamp("ms"))
+    try:
+        zoned = pc.assume_timezone(naive, arrow_zone, ambiguous="earliest", nonexistent="raise")
+    except pa.ArrowInvalid as e:
+        raise HoodieKeyError(
+            f"A partition value names a local time that does not exist in time zone {zone} (DST gap): {e}. "
+            f"Help: include the offset in the value (pattern letter Z) or use hoodie.keygen.timebased.timezone=UTC."
+        ) from e
+    return _np(zoned.cast(pa.int64()))
+
+
+def _unit_to_millis(values: np.ndarray, unit: str) -> np.ndarray:
+    mult, div = _TIME_UNIT_MS[unit]
+    if div == 1:
+        return values * mult
+    return np.sign(values) * (np.abs(values) // div)  # Java TimeUnit.convert truncates toward zero
+
+
+def _numeric_unit(cfg: KeyGenConfig) -> str | None:
+    return {
+        "UNIX_TIMESTAMP": "SECONDS",
+        "EPOCHMILLISECONDS": "MILLISECONDS",
+        "EPOCHMICROSECONDS": "MICROSECONDS",
+        "SCALAR": cfg.scalar_time_unit.upper(),
+    }.get(cfg.timestamp_type or "")
+
+
+def _to_epoch_millis(values: pa.Array, field: str, cfg: KeyGenConfig) -> pa.Array:
+    """Epoch millis of each (distinct) partition value for the TIMESTAMP key generator.
+
+    Nulls take Java's default value 1 (one unit after the epoch; for DATE_STRING the epoch + 1 ms
+    printed with the first input format and parsed back). Native TIMESTAMP columns use their
+    instant and DATE columns midnight in the output zone, whatever timestamp.type says (Java would
+    misread the Avro long/int through the configured unit)."""
+    t = values.type
+    unit = _numeric_unit(cfg)
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        default = _unit_to_millis(np.array([1]), unit)[0] if unit else 1
+        if pa.types.is_date(t):
+            days = _np(values.cast(pa.date32()).cast(pa.int32()).cast(pa.int64()).fill_null(0))
+            millis = _local_to_utc(days * 86_400_000, np.ones(len(days), bool), cfg.output_zone)
+        elif t.tz is None:
+            local = _np(values.cast(pa.timestamp("ms"), safe=False).cast(pa.int64()).fill_null(0))
+            millis = _local_to_utc(local, np.ones(len(local), bool), cfg.input_zone)
+        else:
+            millis = _np(values.cast(pa.timestamp("ms", tz=t.tz), safe=False).cast(pa.int64()).fill_null(0))
+        return pa.array(np.where(_np(values.is_null()), default, millis), pa.int64())
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        if cfg.timestamp_type != "DATE_STRING":
+            raise HoodieKeyError(
+                f"Partition field '{field}' is a string column but hoodie.keygen.timebased.timestamp.type is "
+                f"{cfg.timestamp_type}. Help: set timestamp.type=DATE_STRING with input.dateformat, or cast "
+                f"the column to a number/timestamp."
+            )
+        return _parse_date_strings(values.cast(pa.string()), field, cfg)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        if unit is None:
+            raise HoodieKeyError(
+                f"Partition field '{field}' is numeric ({t}) but hoodie.keygen.timebased.timestamp.type is "
+                f"{cfg.timestamp_type}. Help: set it to UNIX_TIMESTAMP, EPOCHMILLISECONDS, EPOCHMICROSECONDS "
+                f"or SCALAR."
+            )
+        if pa.types.is_floating(t):
+            values = pc.if_else(pc.is_nan(values), 0.0, values)  # Java: NaN.longValue() == 0
+        longs = _np(values.cast(pa.int64(), safe=False).fill_null(1))
+        return pa.array(_unit_to_millis(longs, unit), pa.int64())
+    raise HoodieKeyError(
+        f"Partition field '{field}' has type {t}, which the TIMESTAMP key generator cannot read. "
+        f"Help: use a TIMESTAMP, DATE, numeric epoch or date-string column."
+    )
+
+
+def _parse_date_strings(strings: pa.Array, field: str, cfg: KeyGenConfig) -> pa.Array:
+    option = "hoodie.keygen.timebased.input.dateformat"
+    parsers = [_compile_parser(f, option) for f in cfg.input_formats]
+    if strings.null_count:
+        epoch_plus_1 = _format_millis(pa.array([1], pa.int64()), _compile_format(parsers[0].pattern, option),
+                                      _arrow_zone(cfg.input_zone))  # fmt: skip
+        strings = pc.fill_null(strings, epoch_plus_1[0])
+    result = pa.nulls(len(strings), pa.int64())
+    for parser in parsers:  # the first format that matches wins
+        result = pc.coalesce(result, _parse_with(strings, parser, cfg.input_zone))
+    unparsed = pc.is_null(result)
+    count = pc.sum(unparsed).as_py() or 0
+    if count:
+        example = strings.filter(unparsed)[0].as_py()
+        raise HoodieKeyError(
+            f"{count} distinct values of partition field '{field}' do not match {option}="
+            f"'{cfg.input_date_format}' (e.g. {example!r}). Help: fix the values or list every format in "
+            f"the option, separated by '{cfg.input_date_format_delimiter}'."
+        )
+    return result

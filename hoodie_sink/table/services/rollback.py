@@ -1,0 +1,80 @@
+"""Rolling back a write that did not complete: delete its files, then its timeline files.
+
+Order matters (format doc §3.4): a data file whose instant has no timeline file and is older
+than the timeline counts as committed, so the pending timeline files go last.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+
+from hoodie_sink.table.file_group import PARTITION_METAFILE, BaseFile, LogFile
+from hoodie_sink.table.markers import delete_markers, list_marked_files, marker_dir
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.timeline.instant import WRITE_ACTIONS, Instant
+from hoodie_sink.table.timeline.timeline import Timeline, TimelineStore
+
+log = logging.getLogger(__name__)
+
+
+def files_of_instant(storage: Storage, instant: str) -> list[str]:
+    """Data files an instant may have written: its markers, or (no markers) a listing."""
+    if storage.is_dir(marker_dir(instant)):
+        return [path for path, _ in list_marked_files(storage, instant)]
+    found = []
+    for rel in storage.walk_files(""):
+        if rel.startswith(".hoodie/"):
+            continue
+        part, name = posixpath.split(rel)
+        bf = BaseFile.parse(part, name)
+        if bf is not None and bf.instant == instant:
+            found.append(rel)
+            continue
+        lf = LogFile.parse(part, name)
+        if lf is not None and lf.base_instant == instant:
+            found.append(rel)
+    return found
+
+
+def delete_files(storage: Storage, paths: list[str]) -> int:
+    deleted = 0
+    for rel in paths:
+        deleted += storage.delete(rel)
+    prune_empty_partitions(storage, {posixpath.dirname(p) for p in paths})
+    return deleted
+
+
+def prune_empty_partitions(storage: Storage, partitions: set[str]) -> None:
+    """Remove partition directories that hold nothing but their metadata file."""
+    for part in sorted(partitions, key=len, reverse=True):
+        if not part:
+            continue
+        names = storage.list_names(part)
+        if names and set(names) <= {PARTITION_METAFILE}:
+            storage.delete_dir(part)
+            parent = posixpath.dirname(part)
+            while parent and not storage.list_names(parent):
+                storage.delete_dir(parent)
+                parent = posixpath.dirname(parent)
+
+
+def rollback_instant(storage: Storage, instant: Instant) -> int:
+    """Undo one pending instant.  Idempotent: a rollback that crashes is simply redone."""
+    files = files_of_instant(storage, instant.timestamp)
+    deleted = delete_files(storage, files)
+    delete_markers(storage, instant.timestamp)
+    TimelineStore(storage).delete_pending(instant.timestamp, instant.action)
+    log.info("hoodie: rolled back pending %s %s (%d files deleted)", instant.action, instant.timestamp, deleted)
+    return deleted
+
+
+def rollback_failed_writes(storage: Storage, timeline: Timeline, keep: set[str] | None = None) -> list[Instant]:
+    """Roll back every pending write instant (a crashed or failed writer's) except `keep`."""
+    rolled = []
+    for inst in timeline.pending(WRITE_ACTIONS):
+        if keep and inst.timestamp in keep:
+            continue
+        rollback_instant(storage, inst)
+        rolled.append(inst)
+    return rolled

@@ -1,0 +1,183 @@
+"""The one place that touches storage: a thin wrapper over pyarrow.fs.
+
+Tasks and the commit share nothing but storage, so everything here works with a base URI
+(local path, file://, hdfs://, s3://) and paths relative to it.  The filesystem handle is
+opened lazily so a `Storage` pickles as its URI alone (it travels to Spark executors).
+
+Atomic primitives:
+- `write_atomic`: the content appears whole or not at all.  On local and HDFS filesystems
+  it writes a hidden temp file and renames it; object stores publish a PUT atomically.
+- `create_if_absent`: fails if the target exists (claim files, markers).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hoodie_sink.errors import HoodieTableError
+
+
+def _split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    if uri.startswith("file://"):
+        return pafs.LocalFileSystem(), uri[len("file://") :]
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, path
+
+
+@dataclass
+class Storage:
+    """Storage rooted at a table's base path.  Relative paths use '/' separators."""
+
+    base_uri: str
+    _fs: pafs.FileSystem | None = field(default=None, init=False, repr=False, compare=False)
+    _root: str = field(default="", init=False, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {"base_uri": self.base_uri}
+
+    def __setstate__(self, state: dict) -> None:
+        self.base_uri = state["base_uri"]
+        self._fs = None
+        self._root = ""
+
+    # -- handles -----------------------------------------------------------------------
+    @property
+    def fs(self) -> pafs.FileSystem:
+        if self._fs is None:
+            self._fs, self._root = _split_uri(self.base_uri)
+            self._root = self._root.rstrip("/") or "/"
+        return self._fs
+
+    @property
+    def root(self) -> str:
+        self.fs  # noqa: B018 - opens the handle
+        return self._root
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
+    def full(self, rel: str) -> str:
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    # -- queries -----------------------------------------------------------------------
+    def exists(self, rel: str) -> bool:
+        return self.fs.get_file_info(self.full(rel)).type != pafs.FileType.NotFound
+
+    def is_dir(self, rel: str) -> bool:
+        return self.fs.get_file_info(self.full(rel)).type == pafs.FileType.Directory
+
+    def size(self, rel: str) -> int:
+        info = self.fs.get_file_info(self.full(rel))
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(self.full(rel))
+        return int(info.size or 0)
+
+    def list_dir(self, rel: str) -> list[pafs.FileInfo]:
+        """Direct children of a directory; [] if it does not exist."""
+        sel = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=False)
+        return self.fs.get_file_info(sel)
+
+    def list_names(self, rel: str) -> list[str]:
+        return [info.base_name for info in self.list_dir(rel)]
+
+    def walk_files(self, rel: str) -> Iterator[str]:
+        """All files below `rel`, as paths relative to the base path."""
+        sel = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=True)
+        prefix = self.root.rstrip("/") + "/"
+        for info in self.fs.get_file_info(sel):
+            if info.type == pafs.FileType.File:
+                yield info.path[len(prefix) :] if info.path.startswith(prefix) else info.path
+
+    # -- reads -------------------------------------------------------------------------
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            with self.fs.open_input_stream(self.full(rel)) as f:
+                return f.read()
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if "not found" in str(e).lower() or "no such file" in str(e).lower():
+                raise FileNotFoundError(self.full(rel)) from e
+            raise HoodieTableError(f"Cannot read {self.full(rel)}: {e}") from e
+
+    def read_text(self, rel: str) -> str:
+        return self.read_bytes(rel).decode("utf-8")
+
+    def open_input_file(self, rel: str) -> pa.NativeFile:
+        return self.fs.open_input_file(self.full(rel))
+
+    # -- writes ------------------------------------------------------------------------
+    def mkdirs(self, rel: str) -> None:
+        self.fs.create_dir(self.full(rel), recursive=True)
+
+    def open_output(self, rel: str) -> pa.NativeFile:
+        parent = posixpath.dirname(rel)
+        if parent and self.is_local:
+            self.mkdirs(parent)
+        return self.fs.open_output_stream(self.full(rel))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        with self.open_output(rel) as f:
+            f.write(data)
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Publish `data` at `rel` so readers see all of it or nothing."""
+        if not (self.is_local or isinstance(self.fs, pafs.HadoopFileSystem)):
+            self.write_bytes(rel, data)  # a single object-store PUT is atomic
+            return
+        parent, name = posixpath.split(rel)
+        tmp = posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
+        self.write_bytes(tmp, data)
+        try:
+            self.fs.move(self.full(tmp), self.full(rel))
+        except Exception:
+            self.delete(tmp)
+            raise
+
+    def create_if_absent(self, rel: str, data: bytes = b"") -> bool:
+        """Create `rel` with `data` unless it exists.  Returns False if it already existed.
+
+        Local: O_CREAT|O_EXCL makes the claim atomic.  Elsewhere: check-then-write, atomic
+        enough for markers (each attempt writes its own names) but not a cross-writer lock.
+        """
+        if self.is_local:
+            full = self.full(rel)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            try:
+                fd = os.open(full, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            return True
+        if self.exists(rel):
+            return False
+        self.write_bytes(rel, data)
+        return True
+
+    def delete(self, rel: str) -> bool:
+        """Delete a file if present.  Returns whether it existed."""
+        try:
+            self.fs.delete_file(self.full(rel))
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            if "not found" in str(e).lower() or "no such file" in str(e).lower():
+                return False
+            raise
+
+    def delete_dir(self, rel: str) -> None:
+        info = self.fs.get_file_info(self.full(rel))
+        if info.type == pafs.FileType.Directory:
+            self.fs.delete_dir(self.full(rel))

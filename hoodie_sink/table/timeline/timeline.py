@@ -1,0 +1,134 @@
+"""The active timeline: what `.hoodie/` says has happened, and the writes that move it on.
+
+`Timeline` is an immutable snapshot of the listing (queries are pure); `TimelineStore`
+performs the transitions requested -> inflight -> completed on storage.  Completion is the
+commit point: its file is published atomically and is the last thing a write does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.timeline.instant import (
+    COMPLETED,
+    INFLIGHT,
+    REQUESTED,
+    WRITE_ACTIONS,
+    Instant,
+    next_instant_time,
+)
+
+META_DIR = ".hoodie"
+
+
+@dataclass(frozen=True)
+class Timeline:
+    instants: tuple[Instant, ...]  # every state file, sorted
+
+    @staticmethod
+    def load(storage: Storage) -> Timeline:
+        found = []
+        for name in storage.list_names(META_DIR):
+            inst = Instant.parse(name)
+            if inst is not None:
+                found.append(inst)
+        return Timeline(tuple(sorted(found)))
+
+    @cached_property
+    def _by_time(self) -> dict[str, list[Instant]]:
+        out: dict[str, list[Instant]] = {}
+        for inst in self.instants:
+            out.setdefault(inst.timestamp, []).append(inst)
+        return out
+
+    def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
+        return [i for i in self.instants if i.is_completed and i.action in actions]
+
+    def completed_times(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> set[str]:
+        return {i.timestamp for i in self.completed(actions)}
+
+    def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
+        """The latest state of every instant that has no completed file, oldest first."""
+        out = []
+        for ts, states in sorted(self._by_time.items()):
+            if any(s.is_completed for s in states):
+                continue
+            latest = max(states, key=lambda s: (s.state == INFLIGHT, s.state == REQUESTED))
+            if actions is None or latest.action in actions:
+                out.append(latest)
+        return out
+
+    def latest_completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> Instant | None:
+        done = self.completed(actions)
+        return done[-1] if done else None
+
+    def last_instant_time(self) -> str | None:
+        return self.instants[-1].timestamp if self.instants else None
+
+    def earliest_write_instant_time(self) -> str | None:
+        """Smallest instant among write actions in any state: older files count as archived."""
+        times = [i.timestamp for i in self.instants if i.action in WRITE_ACTIONS]
+        return min(times) if times else None
+
+    def is_committed(self, ts: str) -> bool:
+        """Hudi's visibility rule (format doc §3.4): completed, or older than the timeline."""
+        if ts in self.completed_times():
+            return True
+        earliest = self.earliest_write_instant_time()
+        return earliest is None or ts < earliest
+
+    def states_of(self, ts: str) -> list[Instant]:
+        return list(self._by_time.get(ts, []))
+
+    def new_instant_time(self) -> str:
+        return next_instant_time(self.last_instant_time())
+
+
+class TimelineStore:
+    """Writes timeline files.  One per table path; stateless apart from the storage handle."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+
+    def path(self, instant: Instant) -> str:
+        return f"{META_DIR}/{instant.file_name}"
+
+    def create_requested(self, ts: str, action: str, content: bytes = b"") -> Instant:
+        inst = Instant(ts, action, REQUESTED)
+        if not self.storage.create_if_absent(self.path(inst), content):
+            raise HoodieTableError(
+                f"Instant {ts} ({action}) already exists on the timeline of {self.storage.base_uri}: "
+                "another writer started the same instant. Help: retry the write."
+            )
+        return inst
+
+    def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
+        inst = requested.with_state(INFLIGHT)
+        self.storage.write_atomic(self.path(inst), content)
+        return inst
+
+    def complete(self, inflight: Instant, content: bytes) -> Instant:
+        """The commit point: publish the completed file atomically."""
+        done = inflight.with_state(COMPLETED)
+        self.storage.write_atomic(self.path(done), content)
+        return done
+
+    def delete_pending(self, ts: str, action: str) -> None:
+        """Remove an instant's requested/inflight files: inflight first, requested last, so
+        that a crash midway still leaves the instant known as pending."""
+        for state in (INFLIGHT, REQUESTED):
+            self.storage.delete(self.path(Instant(ts, action, state)))
+
+    def read_json(self, instant: Instant) -> dict:
+        raw = self.storage.read_bytes(self.path(instant))
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except ValueError as e:
+            raise HoodieTableError(
+                f"Corrupt timeline file {self.storage.full(self.path(instant))}: {e}. "
+                "Help: the table's latest commit cannot be parsed; restore it from a backup."
+            ) from e

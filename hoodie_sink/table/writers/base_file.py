@@ -1,0 +1,270 @@
+"""Parquet base files: the five meta columns, footer bloom filter and key range, size rolling.
+
+A `BaseFileWriter` writes one file version of one file group.  It streams Arrow chunks into
+a pyarrow ParquetWriter and folds each chunk's record keys into the footer bloom filter, so a
+file never has to be held in memory whole.  `RollingBaseFileWriter` opens a new file group
+when the current file passes the maximum file size.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodie_sink.table.file_group import base_file_name, join_partition
+from hoodie_sink.table.index.bloom import (
+    BLOOM_FOOTER_KEY,
+    BLOOM_TYPE_CODE_KEY,
+    MAX_KEY_FOOTER_KEY,
+    MIN_KEY_FOOTER_KEY,
+    BloomFilter,
+)
+from hoodie_sink.table.markers import CREATE, create_marker
+from hoodie_sink.table.metadata import NULL_COMMIT, WriteStat
+from hoodie_sink.table.partition_metadata import ensure_partition_metadata
+from hoodie_sink.table.schema import META_COLUMNS
+from hoodie_sink.table.storage import Storage
+
+COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
+
+
+@dataclass(frozen=True)
+class ParquetSettings:
+    compression: str = "snappy"
+    max_file_size: int = 120 * 1024 * 1024
+    row_group_bytes: int = 120 * 1024 * 1024
+    bloom_type: str = "dynamic_v0"
+    bloom_num_entries: int = 60000
+    bloom_fpp: float = 0.000000001
+    bloom_max_entries: int = 100000
+
+    @property
+    def codec(self) -> str:
+        return "none" if self.compression == "none" else self.compression
+
+
+def meta_schema() -> list[pa.Field]:
+    return [pa.field(name, pa.string(), nullable=True) for name in META_COLUMNS]
+
+
+def file_schema(data_schema: pa.Schema) -> pa.Schema:
+    """The physical schema of a base file: meta columns, then the (storage-cast) data columns."""
+    return pa.schema(meta_schema() + [f for f in data_schema if f.name not in META_COLUMNS])
+
+
+class BaseFileWriter:
+    """Writes one base file.  Records are given with their keys; meta columns are added here."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        partition_path: str,
+        file_id: str,
+        token: str,
+        instant: str,
+        partition_id: int,
+        schema: pa.Schema,
+        avro_schema_with_meta: str,
+        settings: ParquetSettings,
+        prev_commit: str = NULL_COMMIT,
+        io_type: str = CREATE,
+    ):
+        self.storage = storage
+        self.partition_path = partition_path
+        self.file_id = file_id
+        self.instant = instant
+        self.name = base_file_name(file_id, token, instant)
+        self.rel_path = join_partition(partition_path, self.name)
+        self.schema = schema
+        self.settings = settings
+        self.prev_commit = prev_commit
+        self._seq_prefix = f"{instant}_{partition_id}_"
+        self._rows = 0
+        self._inserts = 0
+        self._updates = 0
+        self._min: str | None = None
+        self._max: str | None = None
+        self._bloom = (
+            BloomFilter.new_dynamic(settings.bloom_num_entries, settings.bloom_fpp, settings.bloom_max_entries)
+            if settings.bloom_type == "dynamic_v0"
+            else BloomFilter.new_simple(settings.bloom_num_entries, settings.bloom_fpp)
+        )
+        self._started = time.monotonic()
+        ensure_partition_metadata(storage, partition_path, instant)
+        create_marker(storage, instant, partition_path, self.name, io_type)
+        self._sink = storage.open_output(self.rel_path)
+        self._writer = pq.ParquetWriter(
+            self._sink,
+            schema,
+            compression=settings.codec,
+            store_schema=False,  # Java files carry parquet.avro.schema, not ARROW:schema
+            write_statistics=True,
+        )
+        self._avro = avro_schema_with_meta
+
+    @property
+    def bytes_written(self) -> int:
+        return self._sink.tell()
+
+    @property
+    def num_rows(self) -> int:
+        return self._rows
+
+    @property
+    def footer_bytes(self) -> int:
+        """Estimated footer size: the base64 bloom filter dominates (~430 KB a 60k-key row)."""
+        rows = max(self._bloom.num_rows, 1)
+        return int(rows * ((self._bloom.vector_size + 7) // 8) * 4 / 3) + len(self._avro) + 4096
+
+    def write(
+        self,
+        data: pa.Table,
+        keys: pa.Array,
+        commit_times: pa.Array | None = None,
+        seqnos: pa.Array | None = None,
+        num_updates: int = 0,
+    ) -> None:
+        """Append rows.  `data` holds the data columns in file order (no meta columns).
+
+        `commit_times`/`seqnos` are given for rows copied from an older file version (they keep
+        their meta fields); None means every row is written by this instant.
+        """
+        n = data.num_rows
+        if n == 0:
+            return
+        if commit_times is None:
+            commit_times = pa.repeat(pa.scalar(self.instant, pa.string()), n) if n else pa.array([], pa.string())
+        if seqnos is None:
+            idx = pc.cast(_arange(self._rows, n), pa.string())
+            seqnos = pc.binary_join_element_wise(self._seq_prefix, idx, "")
+        cols = [
+            commit_times,
+            seqnos,
+            keys,
+            pa.repeat(pa.scalar(self.partition_path, pa.string()), n),
+            pa.repeat(pa.scalar(self.name, pa.string()), n),
+        ] + [data.column(i) for i in range(data.num_columns)]
+        table = pa.Table.from_arrays(cols, schema=self.schema)
+        self._writer.write_table(table, row_group_size=max(n, 1))
+        self._bloom.add_keys(keys)
+        mm = pc.min_max(keys)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        self._min = lo if self._min is None or (lo is not None and lo < self._min) else self._min
+        self._max = hi if self._max is None or (hi is not None and hi > self._max) else self._max
+        self._rows += n
+        self._updates += num_updates
+        self._inserts += n - num_updates
+
+    def close(self) -> WriteStat:
+        footer = {
+            BLOOM_FOOTER_KEY: self._bloom.to_base64(),
+            "parquet.avro.schema": self._avro,
+            "writer.model.name": "avro",
+        }
+        if self._bloom.type_code == "DYNAMIC_V0":
+            footer[BLOOM_TYPE_CODE_KEY] = "DYNAMIC_V0"
+        if self._min is not None:
+            footer[MIN_KEY_FOOTER_KEY] = self._min
+            footer[MAX_KEY_FOOTER_KEY] = self._max
+        self._writer.add_key_value_metadata(footer)
+        self._writer.close()
+        self._sink.close()
+        size = self.storage.size(self.rel_path)
+        elapsed = int((time.monotonic() - self._started) * 1000)
+        return WriteStat(
+            file_id=self.file_id,
+            partition_path=self.partition_path,
+            path=self.rel_path,
+            prev_commit=self.prev_commit,
+            num_writes=self._rows,
+            num_inserts=self._inserts,
+            num_update_writes=self._updates,
+            total_write_bytes=size,
+            file_size_in_bytes=size,
+            create_time_ms=elapsed if self.prev_commit == NULL_COMMIT else 0,
+            upsert_time_ms=elapsed if self.prev_commit != NULL_COMMIT else 0,
+            min_record_key=self._min,
+            max_record_key=self._max,
+        )
+
+    def abort(self) -> None:
+        """Close without publishing anything useful (the marker lets rollback find the file)."""
+        try:
+            self._writer.close()
+        finally:
+            self._sink.close()
+
+
+def _arange(start: int, n: int) -> pa.Array:
+    import numpy as np
+
+    return pa.array(np.arange(start, start + n, dtype=np.int64))
+
+
+def _in_memory_bytes_per_row(data: pa.Table, keys: pa.Array) -> float:
+    n = max(data.num_rows, 1)
+    # meta columns: key twice-ish (key, seqno) plus the constant columns (dictionary-encoded)
+    return max((data.nbytes + 2 * keys.nbytes) / n, 1.0)
+
+
+def avro_with_meta_json(avro_with_meta: dict) -> str:
+    return json.dumps(avro_with_meta, separators=(",", ":"))
+
+
+class RollingBaseFileWriter:
+    """Writes a stream of sorted chunks of one partition into files of at most max_file_size.
+
+    Chunks are sized to what the file still has room for, by the bytes per row measured on
+    the chunks written so far (at first by the in-memory size, an overestimate).
+    """
+
+    def __init__(self, new_writer: Callable[[], BaseFileWriter], settings: ParquetSettings):
+        self._new_writer = new_writer
+        self.settings = settings
+        self.current: BaseFileWriter | None = None
+        self.stats: list[WriteStat] = []
+        self._bytes_per_row: float | None = None
+
+    def write(self, data: pa.Table, keys: pa.Array) -> None:
+        offset, n = 0, data.num_rows
+        while offset < n:
+            if self.current is None:
+                self.current = self._new_writer()
+            w = self.current
+            # The footer (bloom filter) counts against the file size, but never below half of it.
+            budget = max(self.settings.max_file_size - w.footer_bytes, self.settings.max_file_size // 2)
+            room = budget - w.bytes_written
+            # Until a chunk has been written, the in-memory size is the (pessimistic) estimate.
+            bpr = self._bytes_per_row or _in_memory_bytes_per_row(data, keys)
+            by_room = int(room / bpr)
+            by_group = int(self.settings.row_group_bytes / bpr)
+            take = max(1, min(n - offset, by_room, max(by_group, 1)))
+            before = w.bytes_written
+            w.write(data.slice(offset, take), keys.slice(offset, take))
+            written = w.bytes_written - before
+            if take > 0 and written > 0:
+                observed = written / take
+                self._bytes_per_row = (
+                    observed if self._bytes_per_row is None else 0.5 * self._bytes_per_row + 0.5 * observed
+                )
+            offset += take
+            if w.bytes_written >= budget * 0.95:
+                self.stats.append(w.close())
+                self.current = None
+
+    def close(self) -> list[WriteStat]:
+        if self.current is not None:
+            self.stats.append(self.current.close())
+            self.current = None
+        return self.stats
+
+    def abort(self) -> None:
+        if self.current is not None:
+            self.current.abort()
+            self.current = None

@@ -1,0 +1,8 @@
+"""Auto-registration: Spark imports top-level `pyspark_*` modules and registers `DefaultSource`.
+
+With hoodie_sink installed, `df.write.format("hoodie")` works without any register call.
+"""
+
+from hoodie_sink.datasource.source import HoodieDataSource as DefaultSource
+
+__all__ = ["DefaultSource"]

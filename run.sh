@@ -44,7 +44,7 @@ ensure_venv() {
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "[setup] installing hoodie_sink and its test dependencies into $VENV" >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e '.[test]'
+    "$VENV/bin/python" -m pip install -q -e '.[test]' --config-settings editable_mode=compat
     echo "$want" > "$stamp"
   fi
 }
@@ -54,9 +54,11 @@ shift || true
 case "$cmd" in
   demo)
     ensure_java; ensure_venv
+    export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m hoodie_sink.demo "$@" ;;
   test)
     ensure_java; ensure_venv
+    export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m pytest "$@" ;;
   *)
     echo "usage: ./run.sh demo | ./run.sh test [pytest args]" >&2; exit 2 ;;

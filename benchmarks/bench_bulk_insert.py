@@ -4,21 +4,23 @@ For each N in --rows, on one local[2] session:
   1. generate N deterministic trips rows (13 columns, `city` has 10 values) and materialise them
      once to a parquet staging dir; every timed write reads that same staging data, so source
      generation is paid once and excluded from all timings;
-  2. time, --repeat times each, interleaved:
+  2. time --repeat runs of each writer, interleaved (hoodie, spark, pyarrow, hoodie, ...):
        hoodie   df.write.format("hoodie") bulk_insert, key trip_id, partition city, mode overwrite
        spark    df.write.partitionBy("city").parquet(...), mode overwrite
-       pyarrow  pq.write_to_dataset(partition_cols=["city"]) of the staging data read into Arrow
+       pyarrow  pq.write_to_dataset(partition_cols=["city"]) of the staging data, read into Arrow
                 in the driver beforehand (a lower reference: no Spark, no meta columns, no sort);
-     each run writes a fresh directory (removed after its sizes are taken), so no run pays for
-     replacing the previous one;
-  3. sample the RSS of Spark's Python workers (and the driver JVM) while each write runs.
+     each run writes a fresh directory (measured, then removed), so no run pays for replacing
+     the previous one;
+  3. sample, during every run, the RSS of this session's Spark Python workers and JVM, and the
+     CPU used by this session vs by anything else on the machine.
 
 A small warm-up write through every writer comes first, so JVM JIT, Python worker start and
 module imports are excluded from all timings.
 
 Prints a Markdown timing table (rows/s, throughput ratio spark_seconds / writer_seconds; the
-hoodie target is >= 0.8), a memory table, and the session settings.  Exit code 1 if a hoodie
-write failed (its traceback is printed), else 0.
+hoodie target is >= 0.8), a memory table, and the settings used.  With --profile, one extra
+hoodie write per N runs under py-spy and the hottest frames are printed.  Exit code 1 if a
+hoodie write failed (its traceback is printed), else 0.
 """
 
 from __future__ import annotations
@@ -26,36 +28,45 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (  # noqa: E402  (benchmarks/ is not a package: run as a script)
-    MiB,
+# benchmarks/ is not a package: the scripts run as files and import their sibling directly.
+from common import (
     DirStats,
-    MemoryPeaks,
+    MiB,
+    ProcessSampler,
+    RunProbe,
     SparkSettings,
     Timing,
-    WorkerMemorySampler,
     build_spark,
+    descendants,
     dir_stats,
     format_table,
     human_rows,
     jvm_info,
+    jvm_pid,
     materialise,
+    scan_procs,
     scratch_dir,
     settle,
-    timed,
     trips_df,
+    wait_until_quiet,
 )
 
 ALL_WRITERS = ("hoodie", "spark", "pyarrow")
 HOODIE_TARGET_RATIO = 0.8
 WARMUP_ROWS = 20_000
+ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
+CPUS = os.cpu_count() or 1
 
 
 @dataclass
@@ -63,10 +74,19 @@ class WriterResult:
     rows: int
     writer: str
     timing: Timing = field(default_factory=Timing)
+    probes: list[RunProbe] = field(default_factory=list)
     stats: DirStats | None = None
-    memory: MemoryPeaks | None = None
     verified: str = ""
     error: str | None = None
+
+    @property
+    def best_probe(self) -> RunProbe:
+        return self.probes[self.timing.seconds.index(self.timing.best)]
+
+    @property
+    def worst_memory(self) -> RunProbe:
+        """The run with the largest summed worker RSS: the question is how much a write can need."""
+        return max(self.probes, key=lambda p: (p.max_sum_rss_kib, p.max_one_hwm_kib))
 
 
 # -- the writers ----------------------------------------------------------------------------
@@ -92,21 +112,9 @@ def write_spark(df, path: str) -> None:
 def write_pyarrow(table, path: str) -> None:
     import pyarrow.parquet as pq
 
-    pq.write_to_dataset(table, root_path=path, partition_cols=["city"], existing_data_behavior="delete_matching")
-
-
-def verify_hoodie(path: str, rows: int) -> str:
-    """Row count and distinct keys as hudi-rs reads them, so a fast-but-lossy write cannot pass."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from hudi import HudiReadOptions, HudiTableBuilder
-
-    table = HudiTableBuilder.from_base_uri(path).build()
-    batches = table.read(HudiReadOptions(projection=["trip_id"]))
-    keys = pa.chunked_array([b.column(0) for b in batches], type=pa.string()) if batches else pa.chunked_array([], pa.string())
-    n, distinct = len(keys), pc.count_distinct(keys).as_py()
-    ok = n == rows and distinct == rows
-    return f"hudi-rs reads {n:,} rows, {distinct:,} distinct keys: {'OK' if ok else 'MISMATCH'}"
+    pq.write_to_dataset(
+        table, root_path=path, partition_cols=["city"], existing_data_behavior="delete_matching"
+    )
 
 
 def register_hoodie(spark) -> None:
@@ -115,6 +123,84 @@ def register_hoodie(spark) -> None:
     from hoodie_sink.datasource.source import HoodieDataSource
 
     spark.dataSource.register(HoodieDataSource)
+
+
+def verify_hoodie(path: str, rows: int) -> str:
+    """Row count and distinct keys as hudi-rs reads them, so a fast-but-lossy write cannot pass."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    batches = HudiTableBuilder.from_base_uri(path).build().read(HudiReadOptions(projection=["trip_id"]))
+    keys = pa.chunked_array([b.column(0) for b in batches], type=pa.string())
+    n, distinct = len(keys), pc.count_distinct(keys).as_py()
+    ok = n == rows and distinct == rows
+    return f"hudi-rs reads {n:,} rows, {distinct:,} distinct keys: {'OK' if ok else 'MISMATCH'}"
+
+
+# -- profiling (optional, py-spy) -----------------------------------------------------------
+
+
+def py_spy_path() -> str | None:
+    exe = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return exe if os.path.exists(exe) else shutil.which("py-spy")
+
+
+def task_daemon_pid() -> int | None:
+    """The `python -m pyspark.daemon pyspark.worker` child of our JVM, which forks task workers."""
+    jvm = jvm_pid()
+    procs = scan_procs()
+    for pid in descendants(procs, jvm) if jvm else ():
+        p = procs[pid]
+        if p.ppid == jvm and p.cmdline.rstrip(b"\0").split(b"\0")[-1] == b"pyspark.worker":
+            return pid
+    return None
+
+
+def summarise_py_spy(raw_file: str, top: int = 18) -> str:
+    """Inclusive share of samples per frame, from py-spy's raw (collapsed stacks) output.
+
+    Frames are "function (file:line)"; the file is shortened to the package path so the
+    output says which layer (pyspark serialisation, hoodie_sink, pyarrow) the time is in."""
+    inclusive: Counter[str] = Counter()
+    leaf: Counter[str] = Counter()
+    total = 0
+    with open(raw_file) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            n = int(count)
+            frames = [_short_frame(fr) for fr in stack.split(";")]
+            frames = [fr for fr in frames if fr]
+            total += n
+            for fr in set(frames):
+                inclusive[fr] += n
+            if frames:
+                leaf[frames[-1]] += n
+    if not total:
+        return "(no samples)"
+    rows = [
+        {
+            "frame (inclusive)": fr,
+            "share": f"{100 * c / total:.1f}%",
+            "self": f"{100 * leaf[fr] / total:.1f}%",
+        }
+        for fr, c in inclusive.most_common(top)
+    ]
+    return f"{total:,} samples in the task workers\n" + format_table(rows)
+
+
+def _short_frame(frame: str) -> str:
+    # py-spy raw frames: "function (path/to/file.py:123)"; drop process/thread pseudo-frames
+    if " (" not in frame or frame.startswith(("process ", "thread ")):
+        return ""
+    fn, _, loc = frame.partition(" (")
+    path = loc.rstrip(")").rsplit(":", 1)[0]
+    for marker in ("site-packages/", "/work/main/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+    return f"{fn} ({path})"
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -126,19 +212,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="row counts to run")
-    ap.add_argument("--repeat", type=int, default=None,
-                    help="timed runs per writer and N (default: 3 for N <= 1M, 1 above); best and median are shown")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="timed runs per writer and N (default: 3 for N <= 1M, else 1); best and median shown",
+    )
     ap.add_argument("--quick", action="store_true", help="smoke test: N=200,000, one repeat")
     ap.add_argument("--only", default=",".join(ALL_WRITERS), help="comma-separated writers to run")
-    ap.add_argument("--output-dir", default=None,
-                    help="where staging and outputs go (a fresh temp dir under it; default: a temp dir under /tmp)")
-    ap.add_argument("--keep", action="store_true", help="keep the scratch dir (staging data) afterwards")
+    ap.add_argument(
+        "--output-dir",
+        default=None,
+        help="parent of the scratch dir for staging and outputs (default: a temp dir under /tmp)",
+    )
+    ap.add_argument("--keep", action="store_true", help="keep the scratch dir afterwards")
     ap.add_argument("--driver-memory", default="6g", help="spark.driver.memory")
-    ap.add_argument("--arrow-batch-sizes", type=int, nargs="+", default=None,
-                    help="also run hoodie once per spark.sql.execution.arrow.maxRecordsPerBatch value "
-                         "(default: only Spark's default, 10000)")
-    ap.add_argument("--sample-interval", type=float, default=0.1, help="seconds between RSS samples")
-    ap.add_argument("--no-verify", action="store_true", help="skip the hudi-rs row-count check of the hoodie output")
+    ap.add_argument(
+        "--arrow-batch-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help=f"run hoodie once per {ARROW_BATCH_CONF} value (default: Spark's default only)",
+    )
+    ap.add_argument("--sample-interval", type=float, default=0.1, help="seconds between process samples")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=60.0,
+        help="before each timed run, wait up to this many seconds for other processes to "
+        "use < 15%% of the CPUs (0: don't wait); the table shows what they used anyway",
+    )
+    ap.add_argument("--no-verify", action="store_true", help="skip the hudi-rs check of the hoodie output")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="one extra (untimed) hoodie write per N under py-spy; print the hottest frames",
+    )
     args = ap.parse_args(argv)  # fmt: skip
     if args.quick:
         args.rows, args.repeat = [200_000], 1
@@ -147,6 +256,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown or not writers:
         ap.error(f"--only: unknown writer(s) {unknown}; choose from {', '.join(ALL_WRITERS)}")
     args.writers = [w for w in ALL_WRITERS if w in writers]  # fixed order: hoodie, spark, pyarrow
+    if args.profile and not py_spy_path():
+        ap.error("--profile needs py-spy: .venv/bin/pip install py-spy")
     return args
 
 
@@ -155,7 +266,7 @@ def repeats_for(rows: int, repeat: int | None) -> int:
 
 
 def hoodie_variants(arrow_batch_sizes: list[int] | None) -> list[tuple[str, int | None]]:
-    """(label, maxRecordsPerBatch or None for the session default)."""
+    """(label, maxRecordsPerBatch or None for the session's value)."""
     if not arrow_batch_sizes:
         return [("hoodie", None)]
     return [(f"hoodie b={b // 1000}k" if b % 1000 == 0 else f"hoodie b={b}", b) for b in arrow_batch_sizes]
@@ -167,55 +278,95 @@ class Bench:
         self.spark = spark
         self.scratch = scratch
         self.hoodie_failed: str | None = None
-        self.default_batch = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
-
-    def _run_one(self, label: str, fn: Callable[[str], None], out: str, result: WriterResult,
-                 sample: bool) -> None:  # fmt: skip
-        shutil.rmtree(out, ignore_errors=True)
-        settle(self.spark)
-        if sample:
-            with WorkerMemorySampler(self.args.sample_interval) as sampler:
-                seconds = timed(lambda: fn(out))
-            peaks = sampler.peaks
-            # Keep the worst run's memory: the question is how much a write can need.
-            if result.memory is None or peaks.max_sum_rss_kib > result.memory.max_sum_rss_kib:
-                result.memory = peaks
-        else:
-            seconds = timed(lambda: fn(out))
-        result.timing.seconds.append(seconds)
-        result.stats = dir_stats(out)
-        print(f"  {human_rows(result.rows):>5} {label:<14} run {len(result.timing.seconds)}: {seconds:7.2f} s", flush=True)
+        self.default_batch: str = spark.conf.get(ARROW_BATCH_CONF)
+        self.profiles: list[tuple[int, str]] = []
 
     def hoodie_fn(self, df, batch: int | None) -> Callable[[str], None]:
         def run(path: str) -> None:
-            conf = "spark.sql.execution.arrow.maxRecordsPerBatch"
-            self.spark.conf.set(conf, str(batch) if batch is not None else self.default_batch)
+            self.spark.conf.set(ARROW_BATCH_CONF, str(batch) if batch is not None else self.default_batch)
             try:
                 write_hoodie(df, path)
             finally:
-                self.spark.conf.set(conf, self.default_batch)
+                self.spark.conf.set(ARROW_BATCH_CONF, self.default_batch)
 
         return run
+
+    def _run_one(self, label: str, fn: Callable[[str], None], out: str, result: WriterResult) -> None:
+        shutil.rmtree(out, ignore_errors=True)
+        settle(self.spark)
+        note = ""
+        if self.args.wait_idle > 0:
+            waited, share = wait_until_quiet(self.args.wait_idle)
+            if waited > 4:  # one window is always spent measuring
+                note = f"  (waited {waited:.0f} s for a quiet machine; others now at {share:.0%} CPU)"
+        with ProcessSampler(self.args.sample_interval) as sampler:
+            t0 = time.perf_counter()
+            fn(out)
+            seconds = time.perf_counter() - t0
+        probe = sampler.probe
+        result.timing.seconds.append(seconds)
+        result.probes.append(probe)
+        result.stats = dir_stats(out)
+        print(
+            f"  {human_rows(result.rows):>5} {label:<14} run {len(result.timing.seconds)}: {seconds:7.2f} s, "
+            f"CPU {probe.cpu_share(CPUS):.0%} of {CPUS} cores, others {probe.other_share(CPUS):.0%}{note}",
+            flush=True,
+        )
+
+    def _profile_hoodie(self, df, rows: int) -> None:
+        """One more hoodie write with py-spy attached to the task-worker daemon and its forks."""
+        daemon = task_daemon_pid()
+        if daemon is None:
+            print("  profile: no pyspark.worker daemon found; skipped")
+            return
+        raw = os.path.join(self.scratch, f"py-spy_{rows}.txt")
+        out = os.path.join(self.scratch, f"profile_{rows}")
+        # --nonblocking: sample without pausing the workers, so the profiled run is not slowed
+        # much; --subprocesses: the forks that run the tasks; --idle: keep samples of threads
+        # blocked (waiting for the next Arrow batch from the JVM, say): they are wall time too.
+        spy = subprocess.Popen(
+            [py_spy_path() or "py-spy", "record", "--pid", str(daemon), "--subprocesses", "--nonblocking",
+             "--idle", "--rate", "100", "--format", "raw", "--output", raw],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        time.sleep(1.0)  # let py-spy attach before the write starts
+        try:
+            t0 = time.perf_counter()
+            self.hoodie_fn(df, None)(out)
+            seconds = time.perf_counter() - t0
+        finally:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
+            _, err = spy.communicate(timeout=60)
+            shutil.rmtree(out, ignore_errors=True)
+        if not os.path.exists(raw):
+            print(f"  profile: py-spy wrote nothing: {err.decode(errors='replace').strip()[-500:]}")
+            return
+        if self.args.keep:
+            shutil.copy(raw, os.path.join(self.args.output_dir or "/tmp", os.path.basename(raw)))
+        self.profiles.append((rows, f"{human_rows(rows)} hoodie under py-spy: {seconds:.2f} s; "
+                                    + summarise_py_spy(raw)))  # fmt: skip
 
     def warm_up(self) -> None:
         """One small write through each writer: JVM JIT, worker start and imports excluded later."""
         t0 = time.perf_counter()
-        src = materialise(trips_df(self.spark, WARMUP_ROWS), os.path.join(self.scratch, "warmup_src"))
+        src_dir = os.path.join(self.scratch, "warmup_src")
+        src = materialise(trips_df(self.spark, WARMUP_ROWS), src_dir)
         if "hoodie" in self.args.writers:
             try:
                 register_hoodie(self.spark)
                 write_hoodie(src, os.path.join(self.scratch, "warmup_hoodie"))
-            except Exception:
+            except Exception:  # noqa: BLE001  any failure of the sink is reported, not raised
                 self.hoodie_failed = traceback.format_exc()
         if "spark" in self.args.writers:
             write_spark(src, os.path.join(self.scratch, "warmup_spark"))
         if "pyarrow" in self.args.writers:
             import pyarrow.parquet as pq
 
-            write_pyarrow(pq.read_table(os.path.join(self.scratch, "warmup_src")), os.path.join(self.scratch, "warmup_pa"))
+            write_pyarrow(pq.read_table(src_dir), os.path.join(self.scratch, "warmup_pa"))
         for d in ("warmup_src", "warmup_hoodie", "warmup_spark", "warmup_pa"):
             shutil.rmtree(os.path.join(self.scratch, d), ignore_errors=True)
-        print(f"warm-up ({WARMUP_ROWS:,} rows through {', '.join(self.args.writers)}): {time.perf_counter() - t0:.1f} s")
+        took = time.perf_counter() - t0
+        print(f"warm-up: {WARMUP_ROWS:,} rows through {', '.join(self.args.writers)} in {took:.1f} s")
 
     def run_size(self, rows: int) -> list[WriterResult]:
         args, spark = self.args, self.spark
@@ -224,9 +375,8 @@ class Bench:
         df = materialise(trips_df(spark, rows), staging)
         staged = dir_stats(staging, metadata_dirs=())
         print(
-            f"N={rows:,}: staged in {time.perf_counter() - t0:.1f} s "
-            f"({staged.data_bytes / MiB:,.0f} MiB parquet, {staged.data_files} files, "
-            f"{df.rdd.getNumPartitions()} input partitions)",
+            f"N={rows:,}: staged in {time.perf_counter() - t0:.1f} s ({staged.data_bytes / MiB:,.0f} MiB parquet, "
+            f"{staged.data_files} files, {df.rdd.getNumPartitions()} input partitions)",
             flush=True,
         )
         arrow_table = None
@@ -235,80 +385,116 @@ class Bench:
 
             arrow_table = pq.read_table(staging)  # untimed: the reference starts from Arrow in memory
 
-        jobs: list[tuple[str, Callable[[str], None], bool]] = []
+        jobs: list[tuple[str, Callable[[str], None]]] = []
         if "hoodie" in args.writers and not self.hoodie_failed:
-            for label, batch in hoodie_variants(args.arrow_batch_sizes):
-                jobs.append((label, self.hoodie_fn(df, batch), True))
+            jobs += [
+                (label, self.hoodie_fn(df, batch)) for label, batch in hoodie_variants(args.arrow_batch_sizes)
+            ]
         if "spark" in args.writers:
-            jobs.append(("spark", lambda p: write_spark(df, p), True))
+            jobs.append(("spark", lambda p: write_spark(df, p)))
         if arrow_table is not None:
-            jobs.append(("pyarrow", lambda p: write_pyarrow(arrow_table, p), False))
+            jobs.append(("pyarrow", lambda p: write_pyarrow(arrow_table, p)))
 
-        results = {label: WriterResult(rows, label) for label, _, _ in jobs}
+        results = {label: WriterResult(rows, label) for label, _ in jobs}
         if "hoodie" in args.writers and self.hoodie_failed:
             results["hoodie"] = WriterResult(rows, "hoodie", error="failed in warm-up")
         for rep in range(repeats_for(rows, args.repeat)):
-            for label, fn, sample in jobs:
+            for label, fn in jobs:
                 res = results[label]
                 if res.error:
                     continue
                 out = os.path.join(self.scratch, f"out_{rows}_{label.replace(' ', '_').replace('=', '')}")
                 try:
-                    self._run_one(label, fn, out, res, sample)
+                    self._run_one(label, fn, out, res)
                     if label.startswith("hoodie") and rep == 0 and not args.no_verify:
                         res.verified = verify_hoodie(out, rows)
                         print(f"  {human_rows(rows):>5} {label:<14} {res.verified}", flush=True)
-                except Exception:
+                except Exception:  # a failing sink is reported; a failing reference re-raises
                     if not label.startswith("hoodie"):
                         raise
                     res.error = "write failed"
                     self.hoodie_failed = self.hoodie_failed or traceback.format_exc()
                 finally:
                     shutil.rmtree(out, ignore_errors=True)
-        del arrow_table
+        if args.profile and "hoodie" in results and not results["hoodie"].error:
+            self._profile_hoodie(df, rows)
+        arrow_table = None  # free the reference copy before the next N
         shutil.rmtree(staging, ignore_errors=True)
         return list(results.values())
 
 
+# -- report ---------------------------------------------------------------------------------
+
+
 def timing_rows(results: list[WriterResult]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
-    by_n: dict[int, dict[str, WriterResult]] = {}
     for r in results:
-        by_n.setdefault(r.rows, {})[r.writer] = r
-    for n, group in by_n.items():
-        spark = group.get("spark")
-        spark_s = spark.timing.best if spark and spark.timing.seconds else None
-        for r in group.values():
-            if r.error or not r.timing.seconds:
-                out.append({"rows": human_rows(n), "writer": r.writer, "best s": "FAILED"})
-                continue
-            s = r.timing.best
-            ratio = f"{spark_s / s:.2f}" if spark_s else "-"
-            st = r.stats
-            assert st is not None
-            out.append({
-                "rows": human_rows(n),
-                "writer": r.writer,
-                "best s": f"{s:.2f}",
-                "median s": f"{r.timing.median:.2f}",
-                "runs": str(len(r.timing.seconds)),
-                "rows/s": f"{n / s:,.0f}",
-                "spark/x": ratio,
-                "data MiB": f"{st.data_bytes / MiB:,.1f}",
-                "total MiB": f"{st.total_bytes / MiB:,.1f}",
-                "data files": str(st.data_files),
-                "all files": str(st.total_files),
-                "part dirs": str(st.partition_dirs),
-            })  # fmt: skip
+        spark = next(
+            (x for x in results if x.rows == r.rows and x.writer == "spark" and x.timing.seconds), None
+        )
+        if r.error or not r.timing.seconds:
+            out.append({"rows": human_rows(r.rows), "writer": r.writer, "best s": "FAILED"})
+            continue
+        s, st, probe = r.timing.best, r.stats, r.best_probe
+        assert st is not None
+        out.append({
+            "rows": human_rows(r.rows),
+            "writer": r.writer,
+            "best s": f"{s:.2f}",
+            "median s": f"{r.timing.median:.2f}",
+            "runs": str(len(r.timing.seconds)),
+            "rows/s": f"{r.rows / s:,.0f}",
+            "spark/x": f"{spark.timing.best / s:.2f}" if spark else "-",
+            "CPU %": f"{100 * probe.cpu_share(CPUS):.0f}",
+            "others CPU %": f"{100 * max(p.other_share(CPUS) for p in r.probes):.0f}",
+            "data MiB": f"{st.data_bytes / MiB:,.1f}",
+            "total MiB": f"{st.total_bytes / MiB:,.1f}",
+            "data files": str(st.data_files),
+            "all files": str(st.total_files),
+            "part dirs": str(st.partition_dirs),
+        })  # fmt: skip
     return out
 
 
 def memory_rows(results: list[WriterResult]) -> list[dict[str, str]]:
     return [
-        {"rows": human_rows(r.rows), "writer": r.writer, **r.memory.row()}
+        {"rows": human_rows(r.rows), "writer": r.writer, **r.worst_memory.memory_row()}
         for r in results
-        if r.memory is not None and not r.error
+        if r.probes and not r.error and r.writer != "pyarrow"
     ]
+
+
+MEMORY_LEGEND = """\
+Memory during each write (worst run).  procs: Python worker processes of this session seen
+(daemons and forks); task procs: the forks that ran the write tasks; 1 = largest single process;
+HWM = kernel peak RSS (reset before the run, so it catches spikes between samples); sum = over
+all procs in one sample; task sum = over task procs only.  spark rows: Spark's own writer runs
+no Python: their worker columns are the idle workers that earlier hoodie writes left behind."""
+
+
+def print_report(args: argparse.Namespace, results: list[WriterResult], bench: Bench | None) -> None:
+    print()
+    print(format_table(timing_rows(results)))
+    print("spark/x = spark best s / writer best s (throughput ratio); CPU % = this session's CPU time / "
+          f"(wall x {CPUS} cores), best run; others CPU % = other processes on the machine, worst run")  # fmt: skip
+    mem = memory_rows(results)
+    if mem:
+        print()
+        print(MEMORY_LEGEND)
+        print(format_table(mem))
+    print()
+    for r in results:
+        spark = next(
+            (x for x in results if x.rows == r.rows and x.writer == "spark" and x.timing.seconds), None
+        )
+        if r.writer.startswith("hoodie") and r.timing.seconds and spark:
+            ratio = spark.timing.best / r.timing.best
+            verdict = "meets" if ratio >= HOODIE_TARGET_RATIO else "BELOW"
+            print(f"{human_rows(r.rows)} {r.writer}: throughput ratio {ratio:.2f} ({verdict} target "
+                  f"{HOODIE_TARGET_RATIO})" + (f"; {r.verified}" if r.verified else ""))  # fmt: skip
+    for _, text in bench.profiles if bench else ():
+        print()
+        print(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,42 +509,27 @@ def main(argv: list[str] | None = None) -> int:
     bench: Bench | None = None
     try:
         with scratch_dir(args.output_dir, "bench_bulk_insert_", keep=args.keep) as scratch:
-            info = jvm_info(spark)
+            conf = settings.conf()
+            conf.setdefault(ARROW_BATCH_CONF, spark.conf.get(ARROW_BATCH_CONF) + " (default)")
             print(f"bench_bulk_insert: writers={','.join(args.writers)} rows={[human_rows(n) for n in args.rows]} "
                   f"scratch={scratch}")  # fmt: skip
             print(f"pyspark {pyspark.__version__}, pyarrow {pyarrow.__version__}, python {sys.version.split()[0]}, "
-                  f"{os.cpu_count()} CPUs")  # fmt: skip
-            conf = settings.conf()
-            conf.setdefault("spark.sql.execution.arrow.maxRecordsPerBatch",
-                            spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") + " (default)")
-            print("spark: master=" + settings.master + ", " + ", ".join(f"{k}={v}" for k, v in sorted(conf.items())))
-            print(info.describe())
+                  f"{CPUS} CPUs, load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
+            print(
+                f"spark: master={settings.master}, " + ", ".join(f"{k}={v}" for k, v in sorted(conf.items()))
+            )
+            print(jvm_info(spark).describe())
             print(f"python workers: PYSPARK_PYTHON={os.environ.get('PYSPARK_PYTHON')}")
-            print("source: generated once per N, materialised to a parquet staging dir, read back for every write")
+            print("source: generated once per N, written to a parquet staging dir, read back by every write")
             bench = Bench(args, spark, scratch)
             bench.warm_up()
             for n in args.rows:
                 results.extend(bench.run_size(n))
     finally:
         spark.stop()
-
-    print()
-    print(format_table(timing_rows(results)))
-    mem = memory_rows(results)
-    if mem:
-        print()
-        print("Python worker memory during each write (worst run; 1 = largest single worker, sum = all "
-              "workers at one sample; HWM = kernel peak RSS, reset before the run):")  # fmt: skip
-        print(format_table(mem))
-    for r in results:
-        if r.writer.startswith("hoodie") and not r.error and "spark" in args.writers:
-            spark_r = next((x for x in results if x.rows == r.rows and x.writer == "spark"), None)
-            if spark_r and spark_r.timing.seconds:
-                ratio = spark_r.timing.best / r.timing.best
-                verdict = "meets" if ratio >= HOODIE_TARGET_RATIO else "below"
-                print(f"{human_rows(r.rows)} {r.writer}: throughput ratio {ratio:.2f} ({verdict} target {HOODIE_TARGET_RATIO})"
-                      + (f"; {r.verified}" if r.verified else ""))  # fmt: skip
-    print(f"total wall time {time.perf_counter() - started:.0f} s")
+        if results:
+            print_report(args, results, bench)
+        print(f"total wall time {time.perf_counter() - started:.0f} s")
     if bench is not None and bench.hoodie_failed:
         print("\nhoodie write FAILED:\n" + bench.hoodie_failed, file=sys.stderr)
         return 1

@@ -15,13 +15,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pyspark is imported lazily so `--help` stays instant
     from pyspark.sql import DataFrame, SparkSession
+    from typing_extensions import Self
 
 MiB = 1024 * 1024
 CITIES: tuple[str, ...] = (
@@ -145,7 +146,9 @@ def trips_df(spark: SparkSession, rows: int, partitions: int = 2, seed: int = 42
         F.format_string("driver-%05d", (r(2) * 20_000).cast("int")).alias("driver"),
         F.element_at(cities, city_idx).alias("city"),
         # 2024-01-01T00:00:00Z plus up to ~1 year, microsecond precision
-        F.timestamp_micros(F.lit(1_704_067_200_000_000) + (r(3) * 31_536_000_000_000).cast("long")).alias("ts"),
+        F.timestamp_micros(F.lit(1_704_067_200_000_000) + (r(3) * 31_536_000_000_000).cast("long")).alias(
+            "ts"
+        ),
         (r(4) * 180 - 90).alias("begin_lat"),
         (r(5) * 360 - 180).alias("begin_lon"),
         (r(6) * 180 - 90).alias("end_lat"),
@@ -213,7 +216,9 @@ def scratch_dir(base: str | None, prefix: str, keep: bool = False) -> Iterator[s
             shutil.rmtree(path, ignore_errors=True)
 
 
-# -- process memory (from /proc, no psutil) ---------------------------------------------------
+# -- processes: memory and CPU, from /proc (Linux; no psutil) ---------------------------------
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _read(path: str) -> bytes | None:
@@ -222,6 +227,41 @@ def _read(path: str) -> bytes | None:
             return f.read()
     except OSError:  # the process exited between listing and reading
         return None
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    cmdline: bytes  # NUL-separated argv
+    cpu_ticks: int  # utime + stime + cutime + cstime (reaped children count once, in the parent)
+
+
+def scan_procs() -> dict[int, Proc]:
+    """Every process now: ~130 here, ~1.5 ms."""
+    procs: dict[int, Proc] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat, cmd = _read(f"/proc/{entry}/stat"), _read(f"/proc/{entry}/cmdline")
+        if stat is None or cmd is None:
+            continue
+        f = stat.rsplit(b")", 1)[1].split()  # after "(comm)", which may hold spaces; f[0] is field 3
+        procs[int(entry)] = Proc(int(entry), int(f[1]), cmd, sum(int(x) for x in f[11:15]))
+    return procs
+
+
+def descendants(procs: dict[int, Proc], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for p in procs.values():
+        children.setdefault(p.ppid, []).append(p.pid)
+    out, todo = set(), [root]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
 
 
 def _status_kib(pid: int, keys: Sequence[str]) -> dict[str, int]:
@@ -236,45 +276,28 @@ def _status_kib(pid: int, keys: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def _pss_kib(pid: int) -> int | None:
-    raw = _read(f"/proc/{pid}/smaps_rollup")
-    if raw is None:
-        return None
-    for line in raw.decode(errors="replace").splitlines():
-        if line.startswith("Pss:"):
-            return int(line.split()[1])
-    return None
-
-
 def is_python_worker(cmdline: bytes) -> bool:
-    """Spark's Python daemon and the workers it forks (forks keep the daemon's cmdline)."""
+    """Spark's Python daemons and the workers they fork (a fork keeps its daemon's cmdline)."""
     text = cmdline.replace(b"\0", b" ")
     return b"pyspark" in text and (b"daemon" in text or b"worker" in text)
 
 
-def find_pids(match: Callable[[bytes], bool], exclude: Sequence[int] = ()) -> list[int]:
-    pids: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in exclude:
-            continue
-        cmd = _read(f"/proc/{entry}/cmdline")
-        if cmd and match(cmd):
-            pids.append(int(entry))
-    return pids
+def is_task_worker(proc: Proc, jvm: int | None) -> bool:
+    """A fork of the `python -m pyspark.daemon pyspark.worker` daemon: runs tasks (here, the
+    DataSourceArrowWriter.write calls).  The daemon itself is the JVM's child; its forks are not."""
+    return proc.cmdline.rstrip(b"\0").split(b"\0")[-1] == b"pyspark.worker" and proc.ppid != jvm
 
 
 def jvm_pid() -> int | None:
     """The driver JVM: the `java` child (via spark-submit) of this Python process."""
-    me = os.getpid()
-    for pid in find_pids(lambda c: b"java" in c.split(b"\0", 1)[0] and b"spark" in c):
-        stat = _read(f"/proc/{pid}/stat")
-        if stat and int(stat.rsplit(b")", 1)[1].split()[1]) == me:
-            return pid
+    for p in scan_procs().values():
+        if p.ppid == os.getpid() and b"java" in p.cmdline.split(b"\0", 1)[0]:
+            return p.pid
     return None
 
 
-def reset_peak_rss(pids: Sequence[int]) -> None:
-    """Reset VmHWM (writing 5 to clear_refs, Linux >= 4.0), so a reused worker's peak is this run's."""
+def reset_peak_rss(pids: Iterable[int]) -> None:
+    """Reset VmHWM (write 5 to clear_refs, Linux >= 4.0), so a reused worker's peak is this run's."""
     for pid in pids:
         try:
             with open(f"/proc/{pid}/clear_refs", "w") as f:
@@ -283,84 +306,163 @@ def reset_peak_rss(pids: Sequence[int]) -> None:
             pass
 
 
+def cpu_busy_ticks() -> int:
+    """Non-idle CPU time of the whole machine (all cores), from the first line of /proc/stat."""
+    raw = _read("/proc/stat") or b"cpu 0"
+    f = [int(x) for x in raw.split(b"\n", 1)[0].split()[1:]]
+    # user nice system idle iowait irq softirq steal: everything but idle and iowait
+    return sum(f[:3]) + sum(f[5:8])
+
+
 @dataclass
-class MemoryPeaks:
+class RunProbe:
+    """What one write cost besides wall time, and whether someone else shared the machine."""
+
+    wall_s: float = 0.0
+    own_cpu_s: float = 0.0  # this driver, its JVM and the JVM's Python workers
+    other_cpu_s: float = 0.0  # every other process on the machine during the run
     samples: int = 0
-    workers_seen: set[int] = field(default_factory=set)
-    max_worker_rss_kib: int = 0  # largest VmRSS of any single worker in any sample
-    max_worker_hwm_kib: int = 0  # largest VmHWM: the kernel's peak, catches spikes between samples
-    max_sum_rss_kib: int = 0  # largest sum of VmRSS over all workers in one sample
-    max_sum_pss_kib: int = 0  # same with PSS: forked workers share the daemon's pages; PSS splits them
+    processes_seen: set[int] = field(default_factory=set)
+    task_workers_seen: set[int] = field(default_factory=set)
+    start_sum_rss_kib: int = 0  # all Python worker processes, first sample: what was idle before
+    max_one_rss_kib: int = 0  # largest VmRSS of any single process in any sample
+    max_one_hwm_kib: int = 0  # largest VmHWM: the kernel's peak, catches spikes between samples
+    max_sum_rss_kib: int = 0  # largest sum of VmRSS over all Python worker processes in one sample
+    max_task_sum_rss_kib: int = 0  # the same over the task workers only (those that run the write)
     max_jvm_rss_kib: int = 0
 
-    def row(self) -> dict[str, str]:
+    def cpu_share(self, cpus: int) -> float:
+        return self.own_cpu_s / (self.wall_s * cpus) if self.wall_s else 0.0
+
+    def other_share(self, cpus: int) -> float:
+        return self.other_cpu_s / (self.wall_s * cpus) if self.wall_s else 0.0
+
+    def memory_row(self) -> dict[str, str]:
         def mib(kib: int) -> str:
             return f"{kib / 1024:,.0f}"
 
         return {
-            "workers": str(len(self.workers_seen)),
-            "max 1 RSS MiB": mib(self.max_worker_rss_kib),
-            "max 1 HWM MiB": mib(self.max_worker_hwm_kib),
+            "procs": str(len(self.processes_seen)),
+            "task procs": str(len(self.task_workers_seen)),
+            "max 1 RSS MiB": mib(self.max_one_rss_kib),
+            "max 1 HWM MiB": mib(self.max_one_hwm_kib),
+            "sum RSS before": mib(self.start_sum_rss_kib),
             "max sum RSS MiB": mib(self.max_sum_rss_kib),
-            "max sum PSS MiB": mib(self.max_sum_pss_kib),
+            "max task sum MiB": mib(self.max_task_sum_rss_kib),
             "JVM RSS MiB": mib(self.max_jvm_rss_kib),
-            "samples": str(self.samples),
         }
 
 
-class WorkerMemorySampler:
-    """Samples the RSS of Spark's Python workers (and the driver JVM) from a background thread.
+class ProcessSampler:
+    """Samples this session's processes from a background thread while a write runs.
 
-    The driver's main thread is blocked in a py4j call while a write runs, so the thread costs
-    little; still, the sampling interval bounds its CPU share (~1-2 ms per sample).
+    Memory: the RSS of Spark's Python worker processes and of the driver JVM.  Spark starts
+    one `pyspark.daemon` per worker kind (data-source lookup, writer planning, commit, and
+    `pyspark.worker` for tasks), each a child of the JVM, and each forks the real workers.
+    Only descendants of *this* driver's JVM count: other Spark jobs on the machine (a test
+    run, say) have workers with the same command lines.
+
+    Sums of RSS count the pages a fork still shares with its daemon once per process, so they
+    overstate the true total a little (~30 MiB per process here).  PSS would split shared pages
+    fairly, but reading /proc/<pid>/smaps_rollup costs ~20 ms per sample for 9 processes, a
+    visible CPU share on 2 cores, so it is not sampled.
+
+    CPU: ticks of this driver's process tree vs all busy ticks of the machine, start to end,
+    so a run that shared the CPU with someone else shows it.  The driver's main thread is
+    blocked in a py4j call while a write runs; one sample costs ~2-3 ms.
     """
 
-    def __init__(self, interval_s: float = 0.1, with_pss: bool = True):
+    def __init__(self, interval_s: float = 0.1):
         self.interval_s = interval_s
-        self.with_pss = with_pss
-        self.peaks = MemoryPeaks()
+        self.probe = RunProbe()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._me = os.getpid()
         self._jvm = jvm_pid()
-        self._exclude = (os.getpid(),)
+        self._t0 = 0.0
+        self._busy0 = self._own0 = 0
 
-    def sample_once(self) -> None:
-        p = self.peaks
-        pids = find_pids(is_python_worker, self._exclude)
-        sum_rss = sum_pss = 0
-        for pid in pids:
+    def _own_ticks(self, procs: dict[int, Proc]) -> int:
+        tree = descendants(procs, self._me) | {self._me}
+        return sum(procs[p].cpu_ticks for p in tree if p in procs)
+
+    def sample_once(self) -> dict[int, Proc]:
+        p = self.probe
+        procs = scan_procs()
+        ours = descendants(procs, self._jvm) if self._jvm is not None else set()
+        sum_rss = task_rss = 0
+        for pid in ours:
+            proc = procs[pid]
+            if not is_python_worker(proc.cmdline):
+                continue
             st = _status_kib(pid, ("VmRSS", "VmHWM"))
             if not st:
                 continue
-            p.workers_seen.add(pid)
             rss = st.get("VmRSS", 0)
+            p.processes_seen.add(pid)
             sum_rss += rss
-            p.max_worker_rss_kib = max(p.max_worker_rss_kib, rss)
-            p.max_worker_hwm_kib = max(p.max_worker_hwm_kib, st.get("VmHWM", 0))
-            if self.with_pss:
-                sum_pss += _pss_kib(pid) or 0
+            if is_task_worker(proc, self._jvm):
+                p.task_workers_seen.add(pid)
+                task_rss += rss
+            p.max_one_rss_kib = max(p.max_one_rss_kib, rss)
+            p.max_one_hwm_kib = max(p.max_one_hwm_kib, st.get("VmHWM", 0))
+        if p.samples == 0:
+            p.start_sum_rss_kib = sum_rss
         p.max_sum_rss_kib = max(p.max_sum_rss_kib, sum_rss)
-        p.max_sum_pss_kib = max(p.max_sum_pss_kib, sum_pss)
+        p.max_task_sum_rss_kib = max(p.max_task_sum_rss_kib, task_rss)
         if self._jvm is not None:
             p.max_jvm_rss_kib = max(p.max_jvm_rss_kib, _status_kib(self._jvm, ("VmRSS",)).get("VmRSS", 0))
         p.samples += 1
+        return procs
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stop.wait(self.interval_s):
             self.sample_once()
-            self._stop.wait(self.interval_s)
 
-    def __enter__(self) -> WorkerMemorySampler:
-        reset_peak_rss(find_pids(is_python_worker, self._exclude))
-        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+    def __enter__(self) -> Self:
+        procs = scan_procs()
+        if self._jvm is not None:
+            reset_peak_rss(
+                pid for pid in descendants(procs, self._jvm) if is_python_worker(procs[pid].cmdline)
+            )
+        procs = self.sample_once()  # the idle baseline, before the write starts
+        self._own0, self._busy0 = self._own_ticks(procs), cpu_busy_ticks()
+        self._t0 = time.perf_counter()
+        self._thread = threading.Thread(target=self._run, name="proc-sampler", daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self._t0
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.sample_once()  # a last look: VmHWM still holds the peak of workers that are idle now
+        procs = self.sample_once()  # a last look: VmHWM still holds the peak of workers now idle
+        own = (self._own_ticks(procs) - self._own0) / CLOCK_TICKS
+        busy = (cpu_busy_ticks() - self._busy0) / CLOCK_TICKS
+        self.probe.wall_s, self.probe.own_cpu_s = wall, own
+        self.probe.other_cpu_s = max(0.0, busy - own)
+
+
+def wait_until_quiet(
+    max_wait_s: float, threshold: float = 0.15, window_s: float = 3.0
+) -> tuple[float, float]:
+    """Wait (up to max_wait_s) until processes outside this driver's tree use less than
+    `threshold` of the machine's CPU over a `window_s` window.  Returns (waited s, last share)."""
+    me, cpus = os.getpid(), os.cpu_count() or 1
+    start = time.perf_counter()
+    while True:
+        procs = scan_procs()
+        own0 = sum(procs[p].cpu_ticks for p in descendants(procs, me) | {me} if p in procs)
+        busy0, t0 = cpu_busy_ticks(), time.perf_counter()
+        time.sleep(window_s)
+        procs = scan_procs()
+        own1 = sum(procs[p].cpu_ticks for p in descendants(procs, me) | {me} if p in procs)
+        other = max(0, (cpu_busy_ticks() - busy0) - (own1 - own0)) / CLOCK_TICKS
+        share = other / ((time.perf_counter() - t0) * cpus)
+        waited = time.perf_counter() - start
+        if share < threshold or waited >= max_wait_s:
+            return waited, share
 
 
 # -- timing and reporting ---------------------------------------------------------------------
@@ -404,7 +506,11 @@ def format_table(rows: Sequence[dict[str, str]]) -> str:
         return v.rjust(widths[h]) if right[h] else v.ljust(widths[h])
 
     lines = ["| " + " | ".join(cell(h, h) for h in headers) + " |"]
-    lines.append("|" + "|".join("-" * (widths[h] + 1) + ":" if right[h] else "-" * (widths[h] + 2) for h in headers) + "|")
+    lines.append(
+        "|"
+        + "|".join("-" * (widths[h] + 1) + ":" if right[h] else "-" * (widths[h] + 2) for h in headers)
+        + "|"
+    )
     for r in rows:
         lines.append("| " + " | ".join(cell(h, r.get(h, "")) for h in headers) + " |")
     return "\n".join(lines)

@@ -20,9 +20,9 @@ __all__ = [
     "HoodieKeyError",
     "HoodieSchemaError",
     "HoodieTableError",
+    "read",
     "register",
     "write",
-    "read",
 ]
 
 
@@ -31,9 +31,6 @@ def register(spark) -> None:
     from hoodie_sink.datasource.source import HoodieDataSource
 
     spark.dataSource.register(HoodieDataSource)
-    # Partition pruning needs Spark to push filters to Python readers (off by default).
-    if spark.conf.get("spark.sql.python.filterPushdown.enabled", None) in (None, "false"):
-        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
 
 
 def write(data, path: str, options: dict | None = None, mode: str = "append"):

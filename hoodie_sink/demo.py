@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=200_000, help="rows per batch")
     args = ap.parse_args(argv)
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need hoodie_sink too
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 

@@ -1,8 +1,12 @@
 """`spark.read.format("hoodie").load(path)`: snapshot reads of copy-on-write tables.
 
 One input partition per base file.  Filters on partition columns prune base files when
-Spark pushes them down (spark.sql.python.filterPushdown.enabled, which `register()` turns
-on); every filter is still returned to Spark, so rows are filtered exactly either way.
+Spark pushes them down (spark.sql.python.filterPushdown.enabled=true, off by default in
+Spark 4.3); every filter is still returned to Spark, so rows are filtered exactly either way.
+
+Caveat (Spark 4.3): Spark keeps the read plan of a pushdown on the relation, and a later
+query on the SAME DataFrame with no filter at all reuses it (reads the pruned files only).
+Upstream Spark scopes it to the scan since.  Load the table again for an unfiltered query.
 """
 
 from __future__ import annotations
@@ -26,12 +30,6 @@ from hoodie_sink.table.keygen import parse_partition_path
 from hoodie_sink.table.reader import Snapshot, read_base_file
 
 
-class FilePartition(InputPartition):
-    def __init__(self, rel_path: str):
-        super().__init__(rel_path)
-        self.rel_path = rel_path
-
-
 class HoodieReader(DataSourceReader):
     def __init__(self, path: str, as_of: str | None, columns: list[str]):
         self.path = path
@@ -44,7 +42,7 @@ class HoodieReader(DataSourceReader):
         self._schema = snap.schema
         prune = self._pruner(snap)
         files = snap.base_files(prune)
-        return [FilePartition(bf.path) for bf in files]
+        return [InputPartition(bf.path) for bf in files]  # Spark ships only .value
 
     def _pruner(self, snap: Snapshot) -> Callable[[str], bool] | None:
         fields = snap.table.partition_fields
@@ -60,13 +58,15 @@ class HoodieReader(DataSourceReader):
 
         return keep
 
-    def read(self, partition: FilePartition):
+    def read(self, partition: InputPartition):
+        if partition is None or not getattr(partition, "value", None):
+            return  # an empty table: Spark still runs one read task, with no partition
         snap_schema = getattr(self, "_schema", None)
         if snap_schema is None:
             snap_schema = Snapshot.open(self.path, self.as_of).schema
         from hoodie_sink.table.storage import Storage
 
-        table = read_base_file(Storage(self.path), partition.rel_path, snap_schema, self.columns)
+        table = read_base_file(Storage(self.path), partition.value, snap_schema, self.columns)
         yield from table.to_batches()
 
 

@@ -42,5 +42,5 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
         result = InsertTask(ctx, TaskIdentity()).write(batches)
         return commit.complete(ctx, result.write_stats)
     except BaseException:
-        commit.abort(ctx)
+        commit.abort(ctx, settle_seconds=0)  # one process: no straggling tasks
         raise

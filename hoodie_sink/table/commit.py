@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import time
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError, HoodieInjectedFailure, HoodieKeyError, HoodieSchemaError
+from hoodie_sink.table.file_group import PARTITION_METAFILE
 from hoodie_sink.table.fs_view import FileSystemView
 from hoodie_sink.table.hoodie_table import (
     create_table,
@@ -215,19 +217,39 @@ def _replaced_file_ids(storage: Storage, ctx: WriteContext, stats: list[WriteSta
     return {p: sorted(ids) for p, ids in out.items()}
 
 
-def abort(ctx: WriteContext) -> None:
-    """Undo the write: its files, its markers, its timeline files (and a table it created)."""
+def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: float = 10.0) -> None:
+    """Undo the write: its files, its markers, its timeline files (and a table it created).
+
+    Spark calls abort while cancelled tasks may still be running.  Removing the inflight file
+    first tells them to stop (InstantGuard); files keep appearing for a moment, so the marker
+    listing is swept until it has been quiet for `settle_seconds`.  The requested file goes
+    last: while it exists, any straggler's file stays invisible to readers.
+    """
     storage = ctx.storage
-    files = [p for p, _ in list_marked_files(storage, ctx.instant)]
-    delete_files(storage, files)
-    delete_markers(storage, ctx.instant)
     store = TimelineStore(storage)
+    storage.delete(store.path(Instant(ctx.instant, ctx.action, INFLIGHT)))
+    deleted: set[str] = set()
+    quiet_since = time.monotonic()
+    deadline = quiet_since + max_wait_seconds
+    while True:
+        files = [p for p, _ in list_marked_files(storage, ctx.instant) if p not in deleted]
+        if files:
+            delete_files(storage, files)
+            deleted.update(files)
+            quiet_since = time.monotonic()
+        now = time.monotonic()
+        if now - quiet_since >= settle_seconds or now >= deadline:
+            break
+        time.sleep(0.2)
+    delete_markers(storage, ctx.instant)
     store.delete_pending(ctx.instant, ctx.action)
     if ctx.created_table and not Timeline.load(storage).instants:
-        storage.delete_dir(META_DIR)
-        if not storage.list_names(""):
-            storage.delete_dir("")
-    log.info("hoodie: aborted %s %s on %s (%d files deleted)", ctx.action, ctx.instant, ctx.config.path, len(files))
+        leftovers = [
+            p for p in storage.walk_files("")
+            if not p.startswith(META_DIR + "/") and posixpath.basename(p) != PARTITION_METAFILE
+        ]  # fmt: skip
+        storage.delete_dir("" if not leftovers else META_DIR)  # the table this write created
+    log.info("hoodie: aborted %s %s on %s (%d files deleted)", ctx.action, ctx.instant, ctx.config.path, len(deleted))
 
 
-__all__ = ["WriteContext", "begin", "complete", "abort", "REQUESTED"]
+__all__ = ["REQUESTED", "WriteContext", "abort", "begin", "complete"]

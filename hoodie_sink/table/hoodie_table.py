@@ -7,8 +7,6 @@ break every key-based operation later.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hoodie_sink.config import CLASS_BY_KEYGEN, KEYGEN_BY_CLASS, WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.markers import TEMP_DIR

@@ -12,9 +12,9 @@ Value -> string rendering (Java renders the Avro value with ``toString``):
 * timestamps as **epoch microseconds** (the Avro ``timestamp-micros`` long; Java's default
   ``consistent.logical.timestamp.enabled=false``). Spark SQL's ``SqlKeyGenerator`` instead writes
   ``yyyy-MM-dd HH:mm:ss`` partition values for TIMESTAMP columns; we follow the datasource path;
-* floats/doubles like Java's ``Double.toString``/``Float.toString`` (``1.0``, ``1.0E10``, ``NaN``),
-  rendered once per distinct value (float keys are rare; digits are the shortest round-trip ones,
-  as JDK 19+ prints them);
+* floats/doubles like Java's ``Double.toString``/``Float.toString`` (``1.0``, ``1.0E10``, ``NaN``)
+  with the shortest round-trip digits as JDK 19+ prints them; the JDK 8/11 that run Hudi 0.14
+  print a few values with extra digits (and ``Double.MIN_VALUE`` as ``4.9E-324``, we: ``5.0E-324``);
 * binary, nested and other types are refused (Java would write ``HeapByteBuffer[...]`` or JSON).
 """
 
@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import datetime
 import functools
-import math
 import re
 import zoneinfo
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -79,7 +77,8 @@ Column = pa.Array | pa.ChunkedArray
 
 def keygen_type_from_class(class_name: str) -> str:
     """Key generator type ("SIMPLE", ...) for a ``hoodie.table.keygenerator.class`` value; also
-    accepts the Avro variants, bare class names and type names (``hoodie.datasource.write.keygenerator.type``)."""
+    accepts the Avro variants, bare class names and type names
+    (``hoodie.datasource.write.keygenerator.type``)."""
     name = (class_name or "").strip()
     if name.upper() in KEYGEN_CLASSES:
         return name.upper()
@@ -145,11 +144,13 @@ class KeyGenConfig:
         if kind == "CUSTOM":
             raise HoodieConfigError(
                 "Key generator CUSTOM (CustomKeyGenerator) is not supported by hoodie_sink. "
-                "Help: use SIMPLE/COMPLEX for value partitions or TIMESTAMP for one time-based partition field."
+                "Help: use SIMPLE/COMPLEX for value partitions, or TIMESTAMP for one time-based "
+                "partition field."
             )
         if kind not in SUPPORTED_KEYGEN_TYPES:
             raise HoodieConfigError(
-                f"Unknown key generator type '{self.keygen_type}'. Help: use one of {', '.join(SUPPORTED_KEYGEN_TYPES)}."
+                f"Unknown key generator type '{self.keygen_type}'. "
+                f"Help: use one of {', '.join(SUPPORTED_KEYGEN_TYPES)}."
             )
         if not self.record_key_fields:
             raise HoodieConfigError(
@@ -265,7 +266,7 @@ def _java_strings(col: Column, field: str) -> Column:
         micros = col.cast(pa.timestamp("us", tz=t.tz), safe=False).cast(pa.int64())
         return micros.cast(pa.string())
     if pa.types.is_floating(t) and not pa.types.is_float16(t):
-        return _per_distinct(col, lambda values: _java_float_strings(values, pa.types.is_float32(t)))
+        return _java_float_strings(col)
     if pa.types.is_null(t):
         return pa.nulls(len(col), pa.string())
     raise HoodieKeyError(
@@ -275,18 +276,18 @@ def _java_strings(col: Column, field: str) -> Column:
     )
 
 
-def _per_distinct(col: Column, fn: Any) -> Column:
-    """Apply ``fn`` (Array -> string Array) once per distinct value and spread the results back."""
-    distinct = pc.unique(col)
-    rendered = fn(distinct)
-    return pc.take(rendered, pc.index_in(col, value_set=distinct, skip_nulls=False))
+def _per_distinct(col: Column, fn: Any) -> pa.Array:
+    """Apply ``fn`` (Array -> string Array) once per distinct value (null included) and spread
+    the results back: one hashing pass, so cheap for few partitions and still linear for many."""
+    encoded = pc.dictionary_encode(_to_array(col), null_encoding="encode")
+    return fn(encoded.dictionary).take(encoded.indices)
 
 
 def _to_array(col: Column) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def _bad_row_message(mask: Column) -> tuple[int, int]:
+def _count_and_first(mask: Column) -> tuple[int, int]:
     """(number of True rows, index of the first one)."""
     count = pc.sum(mask).as_py() or 0
     first = pc.index(mask, True).as_py() if count else -1
@@ -297,6 +298,7 @@ def _bad_row_message(mask: Column) -> tuple[int, int]:
 # Partition path escaping (Hive's FileUtils.escapePathName, via PartitionPathEncodeUtils)
 
 _ESCAPED_CHARS = [chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
+_HEX_ESCAPE = re.compile("%([0-9A-Fa-f]{2})")
 _ESCAPE_RE = "[\\x00-\\x1f\"#%'*/:=?\\\\\\x7f{\\[\\]^]"
 
 
@@ -317,8 +319,9 @@ def escape_path_name(value: str) -> str:
 
 
 def unescape_path_name(value: str) -> str:
-    """Inverse of :func:`escape_path_name` (Hive's unescapePathName: any ``%XX`` hex pair)."""
-    return unquote(value, errors="strict") if "%" in value else value
+    """Inverse of :func:`escape_path_name`, as Hive's unescapePathName: each ``%XX`` hex pair
+    becomes that one character; a ``%`` not followed by two hex digits stays."""
+    return _HEX_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), value) if "%" in value else value
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,7 +343,7 @@ class KeyGenerator:
             # One key field: the bare value (0.14/0.15 write no 'field:' prefix even for COMPLEX).
             keys = _java_strings(_column(data, fields[0]), fields[0])
             bad = pc.or_kleene(pc.is_null(keys), pc.equal(keys, ""))
-            count, first = _bad_row_message(bad)
+            count, first = _count_and_first(bad)
             if count:
                 raise HoodieKeyError(
                     f"Record key field '{fields[0]}' is null or empty in {count} of {data.num_rows} rows "
@@ -360,7 +363,7 @@ class KeyGenerator:
             parts.append(pc.binary_join_element_wise(f"{field}:", part, ""))
             bad = pc.or_(is_null, is_empty)
             all_bad = bad if all_bad is None else pc.and_(all_bad, bad)
-        count, first = _bad_row_message(all_bad)
+        count, first = _count_and_first(all_bad)
         if count:
             raise HoodieKeyError(
                 f"All record key fields ({', '.join(fields)}) are null or empty in {count} of "
@@ -404,7 +407,7 @@ class KeyGenerator:
         cfg = self.config
         millis = _to_epoch_millis(values, field, cfg)
         path = _format_millis(
-            millis, _compile_format(cfg.output_date_format, ""), _arrow_zone(cfg.output_zone)
+            millis, _compile_format(cfg.output_date_format, ""), _normalize_zone(cfg.output_zone)
         )
         if cfg.url_encode:
             path = escape_partition_values(path)
@@ -454,29 +457,59 @@ def parse_partition_path(
 # Java float rendering
 
 
-def _java_float_strings(values: pa.Array, single: bool) -> pa.Array:
-    """Java ``Double.toString``/``Float.toString`` of each (distinct) value."""
-    np_type = np.float32 if single else np.float64
-    out = [None if v is None else _java_float(np_type(v)) for v in values.to_pylist()]
-    return pa.array(out, pa.string())
+_FLOAT_TEXT = r"^(?P<sign>-?)(?P<int>\d+)(?:\.(?P<frac>\d+))?(?:e(?P<exp>[+-]\d+))?$"
+_MAX_TEXT = 1 << 20
 
 
-def _java_float(x: np.floating) -> str:
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0.0" if math.copysign(1.0, float(x)) < 0 else "0.0"
-    mantissa, exp_text = np.format_float_scientific(x, unique=True, trim="-").split("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "")
-    exp = int(exp_text)
-    if 1e-3 <= abs(float(x)) < 1e7:  # Java prints plain decimal notation in this range
-        if exp >= 0:
-            return f"{sign}{digits[: exp + 1].ljust(exp + 1, '0')}.{digits[exp + 1 :] or '0'}"
-        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"
+def _java_float_strings(values: Column) -> pa.Array:
+    """Java ``Double.toString``/``Float.toString`` of each value, vectorised.
+
+    Arrow prints the shortest round-trip digits (float32 values as float32), as JDK 19+ does;
+    we move them into Java's layout: plain ``123.0`` for 1e-3 <= |x| < 1e7, else ``1.5E-7``;
+    ``NaN``, ``Infinity``, ``-0.0``."""
+    arr = _to_array(values)
+    text = pc.fill_null(arr.cast(pa.string()), "0")
+    parts = pc.extract_regex(text, _FLOAT_TEXT)  # null for nan / inf
+    finite = pc.fill_null(parts.is_valid(), False)
+    sign, int_digits, frac_digits, exp_text = (
+        pc.fill_null(pc.struct_field(parts, name), "") for name in ("sign", "int", "frac", "exp")
+    )
+    exp_text = pc.replace_substring(exp_text, "+", "")
+    exp = pc.if_else(pc.equal(exp_text, ""), "0", exp_text).cast(pa.int64())
+    all_digits = pc.binary_join_element_wise(int_digits, frac_digits, "")
+    stripped = pc.utf8_ltrim(all_digits, characters="0")
+    digits = pc.utf8_rtrim(stripped, characters="0")
+    leading_zeros = pc.subtract(pc.utf8_length(all_digits), pc.utf8_length(stripped))
+    # decimal exponent of the first significant digit: value = d.ddd x 10^k
+    k = _np(pc.add(pc.subtract(pc.subtract(pc.utf8_length(int_digits), 1), leading_zeros), exp))
+    # String kernels take scalar positions, so lay out the rows of each distinct exponent together.
+    order = np.argsort(k, kind="stable")
+    bounds = np.flatnonzero(np.diff(k[order])) + 1
+    pieces = [
+        _java_float_layout(digits.take(pa.array(rows)), int(k[rows[0]]))
+        for rows in np.split(order, bounds)
+        if len(rows)
+    ]
+    body = pa.concat_arrays(pieces).take(pa.array(np.argsort(order))) if pieces else digits
+    body = pc.if_else(pc.equal(digits, ""), "0.0", body)
+    out = pc.binary_join_element_wise(sign, body, "")
+    special = pc.replace_substring_regex(pc.replace_substring(text, "nan", "NaN"), "inf$", "Infinity")
+    out = pc.if_else(finite, out, special)
+    return pc.if_else(arr.is_null(), pa.scalar(None, pa.string()), out)
+
+
+def _java_float_layout(digits: pa.Array, k: int) -> pa.Array:
+    """Java layout of significant ``digits`` (d.ddd x 10^k), all rows sharing ``k``."""
+    if -3 <= k < 7:
+        if k < 0:
+            return pc.binary_join_element_wise("0." + "0" * (-k - 1), digits, "")
+        head = pc.utf8_rpad(pc.utf8_slice_codeunits(digits, 0, k + 1), width=k + 1, padding="0")
+        tail = pc.utf8_slice_codeunits(digits, k + 1, _MAX_TEXT)
+        return pc.binary_join_element_wise(head, pc.if_else(pc.equal(tail, ""), "0", tail), ".")
+    first = pc.utf8_slice_codeunits(digits, 0, 1)
+    rest = pc.utf8_slice_codeunits(digits, 1, _MAX_TEXT)
+    rest = pc.if_else(pc.equal(rest, ""), "0", rest)
+    return pc.binary_join_element_wise(first, ".", rest, f"E{k}", "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -529,7 +562,8 @@ def _tokenize(pattern: str, option: str) -> tuple[_Token, ...]:
             while True:
                 if end >= n:
                     raise HoodieConfigError(
-                        f"{option}='{pattern}' has an unterminated quote. Help: close literal text with ', e.g. 'T'."
+                        f"{option}='{pattern}' has an unterminated quote. "
+                        f"Help: close literal text with ', e.g. 'T'."
                     )
                 if pattern.startswith("''", end):
                     chunk.append("'")
@@ -559,7 +593,7 @@ def _unsupported_letter(pattern: str, option: str, token: _Token) -> HoodieConfi
 def _compile_format(pattern: str, option: str) -> tuple[_Token, ...]:
     tokens = _tokenize(pattern, option)
     for t in tokens:
-        if t.letter and (t.letter not in _FORMAT_LETTERS or (t.letter == "Z" and t.width > 3)):
+        if t.letter and (t.letter not in _FORMAT_LETTERS or (t.letter == "Z" and t.width > 2)):
             raise _unsupported_letter(pattern, option, t)
     return tokens
 
@@ -616,10 +650,6 @@ def _normalize_zone(zone: str) -> str:
     return zone.strip()
 
 
-def _arrow_zone(zone: str) -> str:
-    return _normalize_zone(zone)
-
-
 def _check_zone(zone: str, option: str) -> None:
     normalized = _normalize_zone(zone)
     try:
@@ -644,7 +674,9 @@ def _digits(values: np.ndarray, width: int) -> pa.Array:
 
 def _format_millis(millis: pa.Array, tokens: tuple[_Token, ...], zone: str) -> pa.Array:
     """Render epoch millis (no nulls) with a Joda pattern in ``zone`` (English names)."""
-    ts = millis.cast(pa.timestamp("ms", tz=zone))
+    zoned = millis.cast(pa.timestamp("ms", tz=zone))
+    # Fields are read from the naive local time: one time-zone conversion instead of one per field.
+    ts = pc.local_timestamp(zoned)
     parts: list[Any] = []
     for t in tokens:
         w = t.width
@@ -668,7 +700,7 @@ def _format_millis(millis: pa.Array, tokens: tuple[_Token, ...], zone: str) -> p
         elif t.letter == "E":
             parts.append(_names(_DAYS, _np(pc.day_of_week(ts)), w))
         else:  # Z, ZZ, X, XX, XXX: the zone offset
-            parts.append(_offset_text(ts, millis, t))
+            parts.append(_offset_text(ts, millis, t))  # ts is local time: offset = local - utc
     if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
         return pa.repeat(pa.scalar("".join(parts), pa.string()), len(millis))
     return pc.binary_join_element_wise(*parts, "")
@@ -692,26 +724,35 @@ def _clock_field(ts: pa.Array, letter: str) -> np.ndarray:
     return {"H": hour, "h": (hour + 11) % 12 + 1, "K": hour % 12, "k": np.where(hour == 0, 24, hour)}[letter]
 
 
-def _offset_text(ts: pa.Array, millis: pa.Array, token: _Token) -> pa.Array:
-    local = _np(pc.local_timestamp(ts).cast(pa.int64()))
-    minutes = (local - _np(millis)) // 60_000
-    sign = np.where(minutes < 0, "-", "+")
-    hh = np.char.zfill((np.abs(minutes) // 60).astype(str), 2)
-    mm = np.char.zfill((np.abs(minutes) % 60).astype(str), 2)
-    if token.letter == "Z":  # Joda prints +0000 / +00:00 for UTC
-        text = np.char.add(np.char.add(sign, hh), np.char.add(":", mm) if token.width == 2 else mm)
-    else:  # java.time X: 'Z' for zero, else +hh / +hhmm / +hh:mm
-        sep = ":" if token.width >= 3 else ""
-        tail = np.char.add(sep, mm)
-        if token.width == 1:  # X prints the minutes only when they are not zero
-            tail = np.where(np.abs(minutes) % 60 == 0, "", mm)
-        text = np.where(minutes == 0, "Z", np.char.add(np.char.add(sign, hh), tail))
-    return pa.array(text.astype(object), pa.string())
+def _offset_text(local_ts: pa.Array, millis: pa.Array, token: _Token) -> pa.Array:
+    minutes = (_np(local_ts.cast(pa.int64())) - _np(millis)) // 60_000
+    sign = pc.if_else(pa.array(minutes < 0), "-", "+")
+    hh, mm = _digits(np.abs(minutes) // 60, 2), _digits(np.abs(minutes) % 60, 2)
+    if token.letter == "Z":  # Joda prints +0000 (Z) / +00:00 (ZZ), also for UTC
+        return pc.binary_join_element_wise(sign, hh, ":" if token.width == 2 else "", mm, "")
+    # java.time X: 'Z' for zero, else +hh[mm] (X, minutes only when not zero), +hhmm (XX), +hh:mm (XXX)
+    tail = pc.binary_join_element_wise(":" if token.width >= 3 else "", mm, "")
+    if token.width == 1:
+        tail = pc.if_else(pa.array(np.abs(minutes) % 60 == 0), "", mm)
+    return pc.if_else(pa.array(minutes == 0), "Z", pc.binary_join_element_wise(sign, hh, tail, ""))
 
 
 def _int_group(match: pa.StructArray, name: str, valid: pa.Array, default: int) -> np.ndarray:
     values = pc.if_else(valid, pc.struct_field(match, name), str(default))
     return _np(values.cast(pa.int64()))
+
+
+# pattern letter -> parsed field ('h'/'K' are 12-hour clocks combined with the 'a' marker)
+_PARSED_FIELD = {
+    "M": "month",
+    "d": "day",
+    "H": "hour",
+    "k": "hour",
+    "K": "hour12",
+    "h": "hour12",
+    "m": "minute",
+    "s": "second",
+}
 
 
 def _parse_with(strings: pa.Array, parser: _Parser, zone: str) -> pa.Array:
@@ -739,10 +780,7 @@ def _parse_with(strings: pa.Array, parser: _Parser, zone: str) -> pa.Array:
         elif t.letter in "ZX":
             offset_minutes = _offset_minutes(pc.if_else(valid, pc.struct_field(match, name), "Z"))
         elif t.letter != "E":  # day-of-week names are matched and ignored, as Joda does
-            key = {"M": "month", "d": "day", "H": "hour", "k": "hour", "K": "hour12", "h": "hour12"}.get(
-                t.letter, {"m": "minute", "s": "second"}.get(t.letter, t.letter)
-            )
-            fields[key] = _int_group(match, name, valid, 0)
+            fields[_PARSED_FIELD[t.letter]] = _int_group(match, name, valid, 0)
     year, month = (
         fields.get("year", np.full(len(strings), 1970)),
         fields.get("month", np.ones(len(strings), int)),
@@ -788,7 +826,7 @@ def _offset_minutes(text: pa.Array) -> np.ndarray:
 
 
 def _local_to_utc(local: np.ndarray, ok: np.ndarray, zone: str) -> np.ndarray:
-    arrow_zone = _arrow_zone(zone)
+    arrow_zone = _normalize_zone(zone)
     if arrow_zone in ("UTC", "GMT", "+00:00", "Etc/UTC"):
         return local
     naive = pa.array(np.where(ok, local, 0), pa.int64()).cast(pa.timestamp("ms"))
@@ -797,7 +835,8 @@ def _local_to_utc(local: np.ndarray, ok: np.ndarray, zone: str) -> np.ndarray:
     except pa.ArrowInvalid as e:
         raise HoodieKeyError(
             f"A partition value names a local time that does not exist in time zone {zone} (DST gap): {e}. "
-            f"Help: include the offset in the value (pattern letter Z) or use hoodie.keygen.timebased.timezone=UTC."
+            f"Help: include the offset in the value (pattern letter Z) or use "
+            f"hoodie.keygen.timebased.timezone=UTC."
         ) from e
     return _np(zoned.cast(pa.int64()))
 
@@ -825,8 +864,12 @@ def _to_epoch_millis(values: pa.Array, field: str, cfg: KeyGenConfig) -> pa.Arra
     printed with the first input format and parsed back). Native TIMESTAMP columns use their
     instant and DATE columns midnight in the output zone, whatever timestamp.type says (Java would
     misread the Avro long/int through the configured unit)."""
-    t = values.type
     unit = _numeric_unit(cfg)
+    if pa.types.is_null(values.type):  # an all-null column: every row gets the default value
+        values = values.cast(
+            pa.int64() if unit else pa.string() if cfg.input_formats else pa.timestamp("ms", "UTC")
+        )
+    t = values.type
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         default = _unit_to_millis(np.array([1]), unit)[0] if unit else 1
         if pa.types.is_date(t):
@@ -867,8 +910,11 @@ def _parse_date_strings(strings: pa.Array, field: str, cfg: KeyGenConfig) -> pa.
     option = "hoodie.keygen.timebased.input.dateformat"
     parsers = [_compile_parser(f, option) for f in cfg.input_formats]
     if strings.null_count:
-        epoch_plus_1 = _format_millis(pa.array([1], pa.int64()), _compile_format(parsers[0].pattern, option),
-                                      _arrow_zone(cfg.input_zone))  # fmt: skip
+        epoch_plus_1 = _format_millis(
+            pa.array([1], pa.int64()),
+            _compile_format(parsers[0].pattern, option),
+            _normalize_zone(cfg.input_zone),
+        )
         strings = pc.fill_null(strings, epoch_plus_1[0])
     result = pa.nulls(len(strings), pa.int64())
     for parser in parsers:  # the first format that matches wins

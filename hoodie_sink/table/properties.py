@@ -50,7 +50,7 @@ K_TS_TIMEZONE = "hoodie.keygen.timebased.timezone"
 
 
 def table_checksum(database: str | None, table: str) -> int:
-    return zlib.crc32(f"{database or ''}.{table}".encode("utf-8")) & 0xFFFFFFFF
+    return zlib.crc32(f"{database or ''}.{table}".encode()) & 0xFFFFFFFF
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -291,7 +291,8 @@ def parse_avro_schema(avro: dict[str, Any] | str) -> dict[str, Any]:
             ) from e
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
         raise HoodieSchemaError(
-            f"The Avro schema is not a record: {str(avro)[:200]!r}. Help: a Hudi table schema is an Avro record."
+            f"The Avro schema is not a record: {str(avro)[:200]!r}. "
+            f"Help: a Hudi table schema is an Avro record."
         )
     return parsed
 
@@ -542,13 +543,12 @@ def check_compatible(table_avro: dict[str, Any] | str, incoming_avro: dict[str, 
     ``hoodie.datasource.write.reconcile.schema=false``): every table column must still be there
     with the same type or a lossless widening (int->long, int->double, float->double); new columns
     must be nullable. Raises one HoodieSchemaError listing every problem; returns None if fine."""
-    table, incoming = parse_avro_schema(table_avro), parse_avro_schema(incoming_avro)
-    problems: list[str] = []
-    _compare(table, incoming, "", problems, _Names(), _Names(), "", "")
-    if problems:
+    drift = _Drift()
+    drift.compare(parse_avro_schema(table_avro), parse_avro_schema(incoming_avro), "", "", "")
+    if drift.problems:
         raise HoodieSchemaError(
             "The input schema is not compatible with the table schema: "
-            + "; ".join(problems)
+            + "; ".join(drift.problems)
             + ". Help: cast the input columns back to the table's types, add missing columns as "
             "typed NULLs (lit(None).cast(...)); dropping columns or narrowing types needs a new table."
         )
@@ -569,77 +569,51 @@ def _describe(node: Any) -> str:
     return str(kind)
 
 
-def _compare(
-    old: Any,
-    new: Any,
-    path: str,
-    problems: list[str],
-    old_names: _Names,
-    new_names: _Names,
-    old_ns: str,
-    new_ns: str,
-) -> None:
-    old, old_nullable = _split_nullable(old, path or "<root>")
-    new, new_nullable = _split_nullable(new, path or "<root>")
-    if isinstance(old, str) and old not in _PRIMITIVES:
-        old = old_names.resolve(old, old_ns) or old
-    if isinstance(new, str) and new not in _PRIMITIVES:
-        new = new_names.resolve(new, new_ns) or new
-    if old_nullable and not new_nullable:
-        problems.append(f"column '{path}' is nullable in the table but not in the input")
-    kind_old = old.get("type") if isinstance(old, dict) else old
-    kind_new = new.get("type") if isinstance(new, dict) else new
-    if kind_old == "record" and kind_new == "record":
-        _compare_records(old, new, path, problems, old_names, new_names, old_ns, new_ns)
-        return
-    if kind_old == "array" and kind_new == "array":
-        _compare(
-            old["items"], new["items"], f"{path}.element", problems, old_names, new_names, old_ns, new_ns
-        )
-        return
-    if kind_old == "map" and kind_new == "map":
-        _compare(
-            old["values"], new["values"], f"{path}.value", problems, old_names, new_names, old_ns, new_ns
-        )
-        return
-    d_old, d_new = _describe(old), _describe(new)
-    if d_old != d_new and (d_old, d_new) not in _WIDENINGS:
-        problems.append(f"column '{path}' changed type from {d_old} (table) to {d_new} (input)")
+class _Drift:
+    """Walks the table (old) and incoming (new) Avro schemas side by side, collecting problems."""
 
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.old_names, self.new_names = _Names(), _Names()
 
-def _compare_records(
-    old: dict[str, Any],
-    new: dict[str, Any],
-    path: str,
-    problems: list[str],
-    old_names: _Names,
-    new_names: _Names,
-    old_ns: str,
-    new_ns: str,
-) -> None:
-    old_ns = old_names.register(old, old_ns)
-    new_ns = new_names.register(new, new_ns)
-    new_fields = {f["name"]: f for f in new.get("fields", [])}
-    lower = {n.lower(): n for n in new_fields}
-    for f in old.get("fields", []):
-        name = f["name"]
-        if name in META_COLUMNS:
-            continue
-        child = f"{path}.{name}" if path else name
-        if name not in new_fields:
-            hint = (
-                f" (the input has '{lower[name.lower()]}'; names are case-sensitive)"
-                if name.lower() in lower
-                else ""
-            )
-            problems.append(f"column '{child}' is missing from the input{hint}")
-            continue
-        _compare(f["type"], new_fields[name]["type"], child, problems, old_names, new_names, old_ns, new_ns)
-    old_field_names = {f["name"] for f in old.get("fields", [])}
-    for name, f in new_fields.items():
-        if name in old_field_names or name in META_COLUMNS:
-            continue
-        _, nullable = _split_nullable(f["type"], name)
-        if not nullable and "default" not in f:
+    def compare(self, old: Any, new: Any, path: str, old_ns: str, new_ns: str) -> None:
+        old, old_nullable = _split_nullable(old, path or "<root>")
+        new, new_nullable = _split_nullable(new, path or "<root>")
+        if isinstance(old, str) and old not in _PRIMITIVES:
+            old = self.old_names.resolve(old, old_ns) or old
+        if isinstance(new, str) and new not in _PRIMITIVES:
+            new = self.new_names.resolve(new, new_ns) or new
+        if old_nullable and not new_nullable:
+            self.problems.append(f"column '{path}' is nullable in the table but not in the input")
+        kind_old = old.get("type") if isinstance(old, dict) else old
+        kind_new = new.get("type") if isinstance(new, dict) else new
+        if kind_old == kind_new == "record":
+            self.compare_records(old, new, path, old_ns, new_ns)
+        elif kind_old == kind_new == "array":
+            self.compare(old["items"], new["items"], f"{path}.element", old_ns, new_ns)
+        elif kind_old == kind_new == "map":
+            self.compare(old["values"], new["values"], f"{path}.value", old_ns, new_ns)
+        else:
+            d_old, d_new = _describe(old), _describe(new)
+            if d_old != d_new and (d_old, d_new) not in _WIDENINGS:
+                self.problems.append(f"column '{path}' changed type from {d_old} (table) to {d_new} (input)")
+
+    def compare_records(
+        self, old: dict[str, Any], new: dict[str, Any], path: str, old_ns: str, new_ns: str
+    ) -> None:
+        old_ns, new_ns = self.old_names.register(old, old_ns), self.new_names.register(new, new_ns)
+        new_fields = {f["name"]: f for f in new.get("fields", []) if f["name"] not in META_COLUMNS}
+        old_fields = {f["name"]: f for f in old.get("fields", []) if f["name"] not in META_COLUMNS}
+        lower = {n.lower(): n for n in new_fields}
+        for name, f in old_fields.items():
             child = f"{path}.{name}" if path else name
-            problems.append(f"new column '{child}' must be nullable (old rows have no value for it)")
+            if name in new_fields:
+                self.compare(f["type"], new_fields[name]["type"], child, old_ns, new_ns)
+            else:
+                other = lower.get(name.lower())
+                hint = f" (the input has '{other}'; names are case-sensitive)" if other else ""
+                self.problems.append(f"column '{child}' is missing from the input{hint}")
+        for name, f in new_fields.items():
+            if name not in old_fields and not _split_nullable(f["type"], name)[1] and "default" not in f:
+                child = f"{path}.{name}" if path else name
+                self.problems.append(f"new column '{child}' must be nullable (old rows have no value for it)")

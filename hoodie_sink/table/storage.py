@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -96,7 +96,7 @@ class Storage:
         prefix = self.root.rstrip("/") + "/"
         for info in self.fs.get_file_info(sel):
             if info.type == pafs.FileType.File:
-                yield info.path[len(prefix) :] if info.path.startswith(prefix) else info.path
+                yield info.path.removeprefix(prefix)
 
     # -- reads -------------------------------------------------------------------------
     def read_bytes(self, rel: str) -> bytes:

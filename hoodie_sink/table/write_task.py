@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from hoodie_sink.errors import HoodieInjectedFailure, HoodieSchemaError
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
+from hoodie_sink.table.instant_guard import InstantGuard
 from hoodie_sink.table.keygen import KeyGenConfig, KeyGenerator
 from hoodie_sink.table.metadata import WriteStat
 from hoodie_sink.table.schema import cast_to_storage
@@ -111,11 +112,13 @@ class InsertTask:
         self._buffer: list[tuple[pa.RecordBatch, pa.Array, pa.Array]] = []
         self._buffered_bytes = 0
         self.result = TaskResult(ctx.instant, task.partition_id, task.attempt_number)
+        self._guard: InstantGuard | None = None
 
     def write(self, batches: Iterable[pa.RecordBatch]) -> TaskResult:
         started = time.monotonic()
         storage = self.ctx.storage
         self._storage = storage
+        self._guard = InstantGuard(storage, self.ctx.instant, self.ctx.action)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -162,6 +165,7 @@ class InsertTask:
             return BaseFileWriter(
                 self._storage, partition_path, fid, self.task.token, self.ctx.instant,
                 self.task.partition_id, self.schema, self.ctx.avro_with_meta, self.settings,
+                guard=self._guard,
             )  # fmt: skip
 
         writer = RollingBaseFileWriter(new_writer, self.settings)

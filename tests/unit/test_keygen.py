@@ -83,7 +83,11 @@ def test_keygen_type_from_class_refuses(name: str, match: str) -> None:
 
 def test_config_normalises_fields() -> None:
     cfg = KeyGenConfig("complex", " id , name ", "a,b")
-    assert (cfg.keygen_type, cfg.record_key_fields, cfg.partition_fields) == ("COMPLEX", ("id", "name"), ("a", "b"))
+    assert (cfg.keygen_type, cfg.record_key_fields, cfg.partition_fields) == (
+        "COMPLEX",
+        ("id", "name"),
+        ("a", "b"),
+    )
     assert KeyGenConfig("NON_PARTITION", ["id"], "").partition_fields == ()
     assert not KeyGenConfig("NON_PARTITION", ("id",)).is_partitioned
 
@@ -91,42 +95,77 @@ def test_config_normalises_fields() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"keygen_type": "SIMPLE", "record_key_fields": "a,b", "partition_fields": "p"}, "exactly one record key"),
-        ({"keygen_type": "SIMPLE", "record_key_fields": "a", "partition_fields": ""}, "exactly one partition"),
+        (
+            {"keygen_type": "SIMPLE", "record_key_fields": "a,b", "partition_fields": "p"},
+            "exactly one record key",
+        ),
+        (
+            {"keygen_type": "SIMPLE", "record_key_fields": "a", "partition_fields": ""},
+            "exactly one partition",
+        ),
         ({"keygen_type": "NON_PARTITION", "record_key_fields": "a", "partition_fields": "p"}, "contradicts"),
         ({"keygen_type": "CUSTOM", "record_key_fields": "a", "partition_fields": "p"}, "not supported"),
         ({"keygen_type": "FANCY", "record_key_fields": "a"}, "Unknown key generator type"),
         ({"keygen_type": "COMPLEX", "record_key_fields": ""}, "No record key field"),
         ({"keygen_type": "COMPLEX", "record_key_fields": "a,,b"}, "empty field name"),
         (
-            {"keygen_type": "TIMESTAMP", "record_key_fields": "a", "partition_fields": "t", "timestamp_type": "MIXED"},
+            {
+                "keygen_type": "TIMESTAMP",
+                "record_key_fields": "a",
+                "partition_fields": "t",
+                "timestamp_type": "MIXED",
+            },
             "timestamp.type='MIXED'",
         ),
         (
-            {"keygen_type": "TIMESTAMP", "record_key_fields": "a", "partition_fields": "t",
-             "timestamp_type": "DATE_STRING"},
+            {
+                "keygen_type": "TIMESTAMP",
+                "record_key_fields": "a",
+                "partition_fields": "t",
+                "timestamp_type": "DATE_STRING",
+            },
             "input.dateformat is required",
-        ),  # fmt: skip
+        ),
         (
-            {"keygen_type": "TIMESTAMP", "record_key_fields": "a", "partition_fields": "t",
-             "timestamp_type": "UNIX_TIMESTAMP", "timezone": "Mars/Olympus"},
+            {
+                "keygen_type": "TIMESTAMP",
+                "record_key_fields": "a",
+                "partition_fields": "t",
+                "timestamp_type": "UNIX_TIMESTAMP",
+                "timezone": "Mars/Olympus",
+            },
             "not a known time zone",
-        ),  # fmt: skip
+        ),
         (
-            {"keygen_type": "TIMESTAMP", "record_key_fields": "a", "partition_fields": "t",
-             "timestamp_type": "UNIX_TIMESTAMP", "output_date_format": "yyyy-ww"},
+            {
+                "keygen_type": "TIMESTAMP",
+                "record_key_fields": "a",
+                "partition_fields": "t",
+                "timestamp_type": "UNIX_TIMESTAMP",
+                "output_date_format": "yyyy-ww",
+            },
             "pattern letter 'ww'",
-        ),  # fmt: skip
+        ),
         (
-            {"keygen_type": "TIMESTAMP", "record_key_fields": "a", "partition_fields": "t",
-             "timestamp_type": "DATE_STRING", "input_date_format": "yyyy'T"},
+            {
+                "keygen_type": "TIMESTAMP",
+                "record_key_fields": "a",
+                "partition_fields": "t",
+                "timestamp_type": "DATE_STRING",
+                "input_date_format": "yyyy'T",
+            },
             "unterminated quote",
-        ),  # fmt: skip
+        ),
         (
-            {"keygen_type": "TIMESTAMP", "record_key_fields": "a", "partition_fields": "t",
-             "timestamp_type": "SCALAR", "scalar_time_unit": "FORTNIGHTS"},
+            {
+                "keygen_type": "TIMESTAMP",
+                "record_key_fields": "a",
+                "partition_fields": "t",
+                "timestamp_type": "SCALAR",
+                "scalar_time_unit": "FORTNIGHTS",
+            },
             "scalar.time.unit",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_config_errors(kwargs: dict, match: str) -> None:
@@ -157,15 +196,21 @@ SIMPLE = KeyGenConfig("NON_PARTITION", ("k",))
         (pa.array(["a b", "ü"], pa.large_string()), ["a b", "ü"]),
         (pa.array([True, False]), ["true", "false"]),
         (pa.array([datetime.date(2023, 4, 1)]), ["2023-04-01"]),
-        (pa.array([decimal.Decimal("12345.67890"), decimal.Decimal("-0.5")], pa.decimal128(10, 5)),
-         ["12345.67890", "-0.50000"]),  # fmt: skip
+        (
+            pa.array([decimal.Decimal("12345.67890"), decimal.Decimal("-0.5")], pa.decimal128(10, 5)),
+            ["12345.67890", "-0.50000"],
+        ),
         (pa.array([decimal.Decimal("0.00000001")], pa.decimal128(10, 8)), ["1E-8"]),  # BigDecimal.toString
         # timestamp-micros is an Avro long: Java writes the epoch micros
-        (pa.array([datetime.datetime(2023, 4, 1, 17, 1, tzinfo=UTC)], pa.timestamp("us", tz="UTC")),
-         ["1680368460000000"]),  # fmt: skip
-        (pa.array([1_680_368_460_000_000_123], pa.timestamp("ns", tz="UTC")), ["1680368460000000000"]),
-        (pa.array([1.0, 0.1, 1e20, 1e-5, 12345678.0, 1234567.0, float("nan"), float("-inf"), -0.0]),
-         ["1.0", "0.1", "1.0E20", "1.0E-5", "1.2345678E7", "1234567.0", "NaN", "-Infinity", "-0.0"]),  # fmt: skip
+        (
+            pa.array([datetime.datetime(2023, 4, 1, 17, 1, tzinfo=UTC)], pa.timestamp("us", tz="UTC")),
+            ["1680368460000000"],
+        ),
+        (pa.array([1_680_368_460_000_000_123], pa.timestamp("ns", tz="UTC")), ["1680368460000000"]),
+        (
+            pa.array([1.0, 0.1, 1e20, 1e-5, 12345678.0, 1234567.0, float("nan"), float("-inf"), -0.0]),
+            ["1.0", "0.1", "1.0E20", "1.0E-5", "1.2345678E7", "1234567.0", "NaN", "-Infinity", "-0.0"],
+        ),
         (pa.array([1.1, 3.0e38], pa.float32()), ["1.1", "3.0E38"]),
         (pa.array(["x", "y"]).dictionary_encode(), ["x", "y"]),
     ],
@@ -193,15 +238,20 @@ def test_single_key_null_or_empty_is_an_error(bad: str | None) -> None:
     with pytest.raises(HoodieKeyError) as e:
         keys(KeyGenConfig("SIMPLE", "uuid", "uuid"), data)
     message = str(e.value)
-    assert "'uuid'" in message and "2 of 4 rows" in message and "first at row 1" in message and "Help:" in message
+    assert (
+        "'uuid'" in message
+        and "2 of 4 rows" in message
+        and "first at row 1" in message
+        and "Help:" in message
+    )
 
 
 def test_complex_key_order_and_placeholders() -> None:
-    data = pa.record_batch({"id": [1, None, 3, None], "name": ["Alice", "", None, "Dan"]})
+    data = pa.record_batch({"id": [1, 2, 3, None], "name": ["Alice", "", None, "Dan"]})
     cfg = KeyGenConfig("COMPLEX", ("name", "id"), ())
     assert keys(cfg, data) == [
         "name:Alice,id:1",
-        "name:__empty__,id:__null__",
+        "name:__empty__,id:2",
         "name:__null__,id:3",
         "name:Dan,id:__null__",
     ]
@@ -215,7 +265,13 @@ def test_complex_key_all_null_or_empty_is_an_error() -> None:
 
 
 def test_nested_key_field() -> None:
-    data = pa.table({"s": pa.array([{"a": {"b": 1}}, {"a": None}, None], pa.struct([("a", pa.struct([("b", pa.int32())]))]))})
+    data = pa.table(
+        {
+            "s": pa.array(
+                [{"a": {"b": 1}}, {"a": None}, None], pa.struct([("a", pa.struct([("b", pa.int32())]))])
+            )
+        }
+    )
     cfg = KeyGenConfig("COMPLEX", ("s.a.b", "s.a.b"), ())
     assert keys(cfg, data.slice(0, 1)) == ["s.a.b:1,s.a.b:1"]
     with pytest.raises(HoodieKeyError, match="all record key fields|All record key fields"):
@@ -252,7 +308,9 @@ def test_non_partitioned_paths_are_empty() -> None:
 
 
 def test_plain_and_hive_style_paths() -> None:
-    data = pa.table({"id": [1, 2, 3], "b": pa.array([10, 20, None], pa.int8()), "s": pa.array([300, 100, 5], pa.int16())})
+    data = pa.table(
+        {"id": [1, 2, 3], "b": pa.array([10, 20, None], pa.int8()), "s": pa.array([300, 100, 5], pa.int16())}
+    )
     assert paths(KeyGenConfig("SIMPLE", "id", "b"), data) == ["10", "20", DEFAULT_PARTITION_PATH]
     assert paths(KeyGenConfig("COMPLEX", "id", "b,s", hive_style=True), data) == [
         "b=10/s=300",
@@ -278,7 +336,9 @@ def test_url_encoding_is_hive_escaping() -> None:
     special = "".join(chr(c) for c in range(0x20)) + "\"#%'*/:=?\\\x7f{[]^ é-_.~"
     data = pa.table({"id": [1, 2, 3], "p": [special, "100%/x", "plain"]})
     out = paths(KeyGenConfig("SIMPLE", "id", "p", hive_style=True, url_encode=True), data)
-    expected_special = "".join(f"%{c:02X}" for c in range(0x20)) + "%22%23%25%27%2A%2F%3A%3D%3F%5C%7F%7B%5B%5D%5E é-_.~"
+    expected_special = (
+        "".join(f"%{c:02X}" for c in range(0x20)) + "%22%23%25%27%2A%2F%3A%3D%3F%5C%7F%7B%5B%5D%5E é-_.~"
+    )
     assert out == [f"p={expected_special}", "p=100%25%2Fx", "p=plain"]
     assert escape_path_name(special) == expected_special
     assert unescape_path_name(expected_special) == special
@@ -312,8 +372,13 @@ def test_many_rows_few_partitions() -> None:
 @pytest.mark.parametrize(
     ("path", "fields", "hive", "encoded", "expected"),
     [
-        ("byteField=10/shortField=300", ("byteField", "shortField"), True, False,
-         {"byteField": "10", "shortField": "300"}),
+        (
+            "byteField=10/shortField=300",
+            ("byteField", "shortField"),
+            True,
+            False,
+            {"byteField": "10", "shortField": "300"},
+        ),
         ("10", ("byteField",), False, False, {"byteField": "10"}),
         ("2023/04/01/12", ("ts",), False, False, {"ts": "2023/04/01/12"}),
         ("ts=2023/04/01", ("ts",), True, False, {"ts": "2023/04/01"}),
@@ -321,7 +386,7 @@ def test_many_rows_few_partitions() -> None:
         (f"a={DEFAULT_PARTITION_PATH}/b=x", ("a", "b"), True, False, {"a": DEFAULT_PARTITION_PATH, "b": "x"}),
         ("", (), False, False, {}),
     ],
-)  # fmt: skip
+)
 def test_parse_partition_path(path: str, fields: tuple, hive: bool, encoded: bool, expected: dict) -> None:
     assert parse_partition_path(path, fields, hive, url_encode=encoded) == expected
 
@@ -378,9 +443,9 @@ def test_date_string_offsets_zones_and_nulls() -> None:
         "2023-04-02 01:00:00.500",
         "1970-01-01 00:00:00.001",  # Java's default value for null: epoch + 1 ms, formatted and reparsed
     ]
-    assert ts_paths(values[:1], output_date_format="yyyy-MM-dd HH:mmZ", timezone="Asia/Kolkata", **common) == [
-        "2023-04-02 03:00+0530"
-    ]
+    assert ts_paths(
+        values[:1], output_date_format="yyyy-MM-dd HH:mmZ", timezone="Asia/Kolkata", **common
+    ) == ["2023-04-02 03:00+0530"]
 
 
 def test_date_string_without_offset_uses_input_zone() -> None:
@@ -399,7 +464,8 @@ def test_date_string_several_formats_and_text_fields() -> None:
     out = ts_paths(
         ["01 Apr 2023 01:05 PM", "2023040112", "Fri, 05 january 2024 12:00 am"],
         timestamp_type="DATE_STRING",
-        input_date_format="dd MMM yyyy hh:mm a, yyyyMMddHH, EEE, dd MMMM yyyy hh:mm a",
+        input_date_format="dd MMM yyyy hh:mm a| yyyyMMddHH |EEE, dd MMMM yyyy hh:mm a",
+        input_date_format_delimiter=r"\|",
         output_date_format="yyyy-MM-dd'T'HH:mm EEE MMM",
     )
     assert out == ["2023-04-01T13:05 Sat Apr", "2023-04-01T12:00 Sat Apr", "2024-01-05T00:00 Fri Jan"]
@@ -407,10 +473,18 @@ def test_date_string_several_formats_and_text_fields() -> None:
 
 def test_date_string_that_does_not_parse_is_an_error() -> None:
     with pytest.raises(HoodieKeyError) as e:
-        ts_paths(["2023-04-01", "2023-02-30", "garbage", ""], timestamp_type="DATE_STRING",
-                 input_date_format="yyyy-MM-dd", output_date_format="yyyy")  # fmt: skip
+        ts_paths(
+            ["2023-04-01", "2023-02-30", "garbage", ""],
+            timestamp_type="DATE_STRING",
+            input_date_format="yyyy-MM-dd",
+            output_date_format="yyyy",
+        )
     message = str(e.value)
-    assert "3 distinct values of partition field 't'" in message and "yyyy-MM-dd" in message and "Help:" in message
+    assert (
+        "3 distinct values of partition field 't'" in message
+        and "yyyy-MM-dd" in message
+        and "Help:" in message
+    )
 
 
 @pytest.mark.parametrize(
@@ -428,9 +502,9 @@ def test_numeric_timestamp_types(ttype: str, value: float | None, expected: str)
 
 
 def test_scalar_units_and_truncation() -> None:
-    assert ts_paths([19448], timestamp_type="SCALAR", scalar_time_unit="DAYS", output_date_format="yyyy-MM-dd") == [
-        "2023-04-01"
-    ]
+    assert ts_paths(
+        [19448], timestamp_type="SCALAR", scalar_time_unit="DAYS", output_date_format="yyyy-MM-dd"
+    ) == ["2023-04-01"]
     out = ts_paths([-1999], timestamp_type="EPOCHMICROSECONDS", output_date_format="yyyy-MM-dd HH:mm:ss.SSS")
     assert out == ["1969-12-31 23:59:59.999"]  # -1999 us -> -1 ms (TimeUnit truncates toward zero)
 
@@ -443,8 +517,13 @@ def test_native_timestamp_and_date_columns() -> None:
 
 
 def test_timestamp_hive_style_and_url_encoding() -> None:
-    out = ts_paths([0], timestamp_type="UNIX_TIMESTAMP", output_date_format="yyyy/MM/dd", hive_style=True,
-                   url_encode=True)  # fmt: skip
+    out = ts_paths(
+        [0],
+        timestamp_type="UNIX_TIMESTAMP",
+        output_date_format="yyyy/MM/dd",
+        hive_style=True,
+        url_encode=True,
+    )
     assert out == ["t=1970%2F01%2F01"]
 
 
@@ -512,7 +591,9 @@ def test_fixture_meta_columns_are_reproduced(unzipped: Path) -> None:
             table = pq.read_table(path)
             data = table.drop_columns([c for c in table.column_names if c.startswith("_hoodie_")])
             assert generator.record_keys(data).equals(table["_hoodie_record_key"].combine_chunks()), path
-            assert generator.partition_paths(data).equals(table["_hoodie_partition_path"].combine_chunks()), path
+            assert generator.partition_paths(data).equals(table["_hoodie_partition_path"].combine_chunks()), (
+                path
+            )
             relative = path.parent.relative_to(base).as_posix()
             assert set(table["_hoodie_partition_path"].to_pylist()) == {"" if relative == "." else relative}
             checked += 1
@@ -537,3 +618,30 @@ def test_one_million_rows_is_fast() -> None:
     assert len(record_keys) == len(partition_paths) == n
     assert record_keys[n - 1].as_py() == str(n - 1) and partition_paths[0].as_py() == f"city={cities[0]}"
     assert best < 1.0, f"record_keys + partition_paths took {best:.3f}s for 1M rows"
+
+
+def test_empty_input() -> None:
+    empty = pa.table({"id": pa.array([], pa.int64()), "p": pa.array([], pa.string())})
+    for cfg in (
+        KeyGenConfig("SIMPLE", "id", "p", hive_style=True, url_encode=True),
+        KeyGenConfig("COMPLEX", "id,p", "p,id"),
+        KeyGenConfig("TIMESTAMP", "id", "p", timestamp_type="DATE_STRING", input_date_format="yyyy"),
+    ):
+        gen = KeyGenerator(cfg)
+        assert gen.record_keys(empty).type == pa.string() and len(gen.record_keys(empty)) == 0
+        assert gen.partition_paths(empty).type == pa.string() and len(gen.partition_paths(empty)) == 0
+
+
+def test_offset_patterns_in_a_zone() -> None:
+    millis = [int(datetime.datetime(2023, 4, 1, 9, 5, tzinfo=UTC).timestamp() * 1000)]
+    out = ts_paths(
+        millis,
+        timestamp_type="EPOCHMILLISECONDS",
+        output_date_format="HH:mm Z|ZZ|X|XX|XXX",
+        timezone="GMT+05:30",
+    )
+    assert out == ["14:35 +0530|+05:30|+0530|+0530|+05:30"]
+    out = ts_paths(
+        millis, timestamp_type="EPOCHMILLISECONDS", output_date_format="HH Z X", timezone="America/New_York"
+    )
+    assert out == ["05 -0400 -04"]

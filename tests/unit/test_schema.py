@@ -64,14 +64,20 @@ def base_files(base: Path) -> list[Path]:
     return sorted(base.rglob("*.parquet"))
 
 
-DATA_TABLES = ["cow_v6_complexkeygen_hivestyle", "cow_v6_nonpartitioned", "cow_v6_simplekeygen_nonhivestyle",
-               "mor_avro_v6_trips_8i1u"]  # fmt: skip
+DATA_TABLES = [
+    "cow_v6_complexkeygen_hivestyle",
+    "cow_v6_nonpartitioned",
+    "cow_v6_simplekeygen_nonhivestyle",
+    "mor_avro_v6_trips_8i1u",
+]
 
 
 def spark_arrow_schema_complexkeygen() -> pa.Schema:
     """The Arrow schema PySpark produces for the v6_complexkeygen_hivestyle .sql table."""
     arr_item = pa.struct([("arr_struct_f1", pa.string()), ("arr_struct_f2", pa.int32())])
-    map_value = pa.struct([("map_field_value_struct_f1", pa.float64()), ("map_field_value_struct_f2", pa.bool_())])
+    map_value = pa.struct(
+        [("map_field_value_struct_f1", pa.float64()), ("map_field_value_struct_f2", pa.bool_())]
+    )
     child = pa.struct([("child_field1", pa.float64()), ("child_field2", pa.bool_())])
     return pa.schema(
         [
@@ -88,7 +94,10 @@ def spark_arrow_schema_complexkeygen() -> pa.Schema:
             ("binaryField", pa.binary()),
             ("arrayField", pa.list_(arr_item)),
             ("mapField", pa.map_(pa.string(), map_value)),
-            ("structField", pa.struct([("field1", pa.string()), ("field2", pa.int32()), ("child_struct", child)])),
+            (
+                "structField",
+                pa.struct([("field1", pa.string()), ("field2", pa.int32()), ("child_struct", child)]),
+            ),
             ("byteField", pa.int8()),
             ("shortField", pa.int16()),
         ]
@@ -133,7 +142,12 @@ def test_with_meta_fields_is_idempotent_and_copies() -> None:
     avro = arrow_to_avro(pa.schema([("id", pa.int64())]), "t")
     once = with_meta_fields(avro)
     assert [f["name"] for f in once["fields"]] == [*META_COLUMNS, "id"]
-    assert once["fields"][0] == {"name": "_hoodie_commit_time", "type": ["null", "string"], "doc": "", "default": None}
+    assert once["fields"][0] == {
+        "name": "_hoodie_commit_time",
+        "type": ["null", "string"],
+        "doc": "",
+        "default": None,
+    }
     assert with_meta_fields(once) == once
     assert [f["name"] for f in avro["fields"]] == ["id"]  # input untouched
 
@@ -184,7 +198,8 @@ def test_primitive_mapping(arrow: pa.DataType, avro: object) -> None:
 
 
 @pytest.mark.parametrize(
-    ("precision", "size"), [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (9, 4), (10, 5), (18, 8), (19, 9), (38, 16)]
+    ("precision", "size"),
+    [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (9, 4), (10, 5), (18, 8), (19, 9), (38, 16)],
 )
 def test_decimal_is_minimal_fixed(precision: int, size: int) -> None:
     assert avro_type_of(pa.decimal128(precision, 2)) == {
@@ -290,10 +305,16 @@ def test_avro_to_arrow_types_and_nullability() -> None:
             {"name": "tsm", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
             {"name": "e", "type": ["null", {"type": "enum", "name": "E", "symbols": ["A"]}]},
             {"name": "fx", "type": ["null", {"type": "fixed", "name": "F", "size": 4}]},
-            {"name": "bd", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 2}]},
+            {
+                "name": "bd",
+                "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 2}],
+            },
             {"name": "aa", "type": ["null", {"type": "array", "items": {"type": "array", "items": "int"}}]},
             {"name": "m", "type": {"type": "map", "values": "string"}},
-            {"name": "rec", "type": {"type": "record", "name": "R2", "fields": [{"name": "x", "type": "int"}]}},
+            {
+                "name": "rec",
+                "type": {"type": "record", "name": "R2", "fields": [{"name": "x", "type": "int"}]},
+            },
             {"name": "ref", "type": ["null", "R2"]},
         ],
     }
@@ -412,7 +433,9 @@ def test_cast_to_storage_values_and_kinds() -> None:
     out = cast_to_storage(table, target)
     assert isinstance(out, pa.Table) and out.schema == target
     assert out.column("b").to_pylist() == [1, None]
-    assert out.column("ts")[0].as_py() == datetime.datetime(2023, 4, 1, 12, 1, 0, 123456, tzinfo=datetime.timezone.utc)
+    assert out.column("ts")[0].as_py() == datetime.datetime(
+        2023, 4, 1, 12, 1, 0, 123456, tzinfo=datetime.timezone.utc
+    )
     assert out.column("l").to_pylist() == [[1, 2], None]
     batch = table.to_batches()[0]
     out_batch = cast_to_storage(batch, target)
@@ -459,7 +482,9 @@ def test_compatible_evolutions_pass() -> None:
     table = avro_of(id=pa.int32(), f=pa.float32(), s=pa.struct([("x", pa.int32())]))
     check_compatible(table, table)
     check_compatible(table, avro_of(id=pa.int64(), f=pa.float64(), s=pa.struct([("x", pa.int64())])))
-    check_compatible(table, avro_of(id=pa.int32(), f=pa.float32(), s=pa.struct([("x", pa.int32())]), new=pa.string()))
+    check_compatible(
+        table, avro_of(id=pa.int32(), f=pa.float32(), s=pa.struct([("x", pa.int32())]), new=pa.string())
+    )
     check_compatible(table, avro_of(s=pa.struct([("x", pa.int32())]), f=pa.float32(), id=pa.int32()))  # order
     check_compatible(json.dumps(table), avro_schema_json(table))
 
@@ -482,7 +507,9 @@ def test_incompatible_changes_name_the_column(incoming: dict, words: list[str]) 
 
 def test_nested_and_logical_changes() -> None:
     table = avro_of(s=pa.struct([("x", pa.decimal128(10, 2)), ("l", pa.list_(pa.date32()))]))
-    incoming = avro_of(s=pa.struct([("x", pa.decimal128(12, 2)), ("l", pa.list_(pa.timestamp("us", tz="UTC")))]))
+    incoming = avro_of(
+        s=pa.struct([("x", pa.decimal128(12, 2)), ("l", pa.list_(pa.timestamp("us", tz="UTC")))])
+    )
     with pytest.raises(HoodieSchemaError) as e:
         check_compatible(table, incoming)
     message = str(e.value)

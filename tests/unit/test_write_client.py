@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import hoodie_sink
+from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieKeyError, HoodieSchemaError
 from hoodie_sink.table import commit
-from hoodie_sink.config import WriteConfig
-from hoodie_sink.table.timeline.timeline import Timeline
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.timeline.timeline import Timeline
 from hoodie_sink.table.write_task import InsertTask, TaskIdentity
 from tests.support.tables import assert_table_matches, hudi_rs_timeline, read_both
 
@@ -150,7 +150,7 @@ def test_all_types_round_trip(tmp_path):
     path = tmp_path / "t"
     data = all_types_table()
     hoodie_sink.write(data, str(path), {"hoodie.datasource.write.recordkey.field": "id"})
-    theirs, ours = read_both(path)
+    theirs, _ours = read_both(path)
     # int8/int16 are stored as plain INT32 (Avro int), like Apache Hudi.
     expected = data.to_pylist()
     got = sorted(theirs.drop_columns([c for c in theirs.column_names if c.startswith("_hoodie")]).to_pylist(),

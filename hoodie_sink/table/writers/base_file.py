@@ -25,10 +25,12 @@ from hoodie_sink.table.index.bloom import (
     MIN_KEY_FOOTER_KEY,
     BloomFilter,
 )
+from hoodie_sink.table.instant_guard import InstantGuard
 from hoodie_sink.table.markers import CREATE, create_marker
 from hoodie_sink.table.metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.partition_metadata import ensure_partition_metadata
 from hoodie_sink.table.schema import META_COLUMNS
+from hoodie_sink.table.services.rollback import delete_files
 from hoodie_sink.table.storage import Storage
 
 COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
@@ -74,6 +76,7 @@ class BaseFileWriter:
         settings: ParquetSettings,
         prev_commit: str = NULL_COMMIT,
         io_type: str = CREATE,
+        guard: InstantGuard | None = None,
     ):
         self.storage = storage
         self.partition_path = partition_path
@@ -96,6 +99,9 @@ class BaseFileWriter:
             else BloomFilter.new_simple(settings.bloom_num_entries, settings.bloom_fpp)
         )
         self._started = time.monotonic()
+        self.guard = guard
+        if guard is not None:
+            guard.check()  # never start a file for an instant that is gone
         ensure_partition_metadata(storage, partition_path, instant)
         create_marker(storage, instant, partition_path, self.name, io_type)
         self._sink = storage.open_output(self.rel_path)
@@ -175,6 +181,10 @@ class BaseFileWriter:
         self._writer.add_key_value_metadata(footer)
         self._writer.close()
         self._sink.close()
+        if self.guard is not None and not self.guard.alive():
+            # Finished after the write was aborted or committed without us: remove our file.
+            delete_files(self.storage, [self.rel_path])
+            self.guard.check()
         size = self.storage.size(self.rel_path)
         elapsed = int((time.monotonic() - self._started) * 1000)
         return WriteStat(

@@ -157,50 +157,66 @@ def task_daemon_pid() -> int | None:
     return None
 
 
-def summarise_py_spy(raw_file: str, top: int = 18) -> str:
-    """Inclusive share of samples per frame, from py-spy's raw (collapsed stacks) output.
+def summarise_py_spy(raw_file: str, top: int = 16) -> str:
+    """Where the task workers' wall time goes, from py-spy's raw output (collapsed stacks).
 
-    Frames are "function (file:line)"; the file is shortened to the package path so the
-    output says which layer (pyspark serialisation, hoodie_sink, pyarrow) the time is in."""
-    inclusive: Counter[str] = Counter()
-    leaf: Counter[str] = Counter()
+    Samples of the daemon's own accept loop are dropped; the rest (both task workers, idle
+    samples included) are bucketed: waiting for the task, worker set-up, waiting on the JVM for
+    the next Arrow batch, and inside hoodie_sink by (deepest hoodie_sink frame -> the library
+    call it is in), which names the step without knowing hoodie_sink's internals."""
+    buckets: Counter[str] = Counter()
     total = 0
     with open(raw_file) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
-            if not stack or not count.isdigit():
+            if not count.isdigit() or "worker (daemon.py" not in stack:
                 continue
             n = int(count)
-            frames = [_short_frame(fr) for fr in stack.split(";")]
-            frames = [fr for fr in frames if fr]
             total += n
-            for fr in set(frames):
-                inclusive[fr] += n
-            if frames:
-                leaf[frames[-1]] += n
+            buckets[_bucket([_frame_name(fr) for fr in stack.split(";")])] += n
     if not total:
         return "(no samples)"
-    rows = [
-        {
-            "frame (inclusive)": fr,
-            "share": f"{100 * c / total:.1f}%",
-            "self": f"{100 * leaf[fr] / total:.1f}%",
-        }
-        for fr, c in inclusive.most_common(top)
-    ]
-    return f"{total:,} samples in the task workers\n" + format_table(rows)
+    rows = [{"where": k, "share": f"{100 * c / total:.1f}%"} for k, c in buckets.most_common(top)]
+    rest = total - sum(c for _, c in buckets.most_common(top))
+    if rest:
+        rows.append({"where": "(the rest)", "share": f"{100 * rest / total:.1f}%"})
+    return f"{total:,} samples of the task workers (100 Hz, both workers, idle included)\n" + format_table(rows)
 
 
-def _short_frame(frame: str) -> str:
-    # py-spy raw frames: "function (path/to/file.py:123)"; drop process/thread pseudo-frames
-    if " (" not in frame or frame.startswith(("process ", "thread ")):
-        return ""
+def _frame_name(frame: str) -> tuple[str, str, str]:
+    """("function", "short/path.py", "line") from py-spy's "function (path/to/file.py:123)"."""
     fn, _, loc = frame.partition(" (")
-    path = loc.rstrip(")").rsplit(":", 1)[0]
+    path, _, line = loc.rstrip(")").rpartition(":")
     for marker in ("site-packages/", "/work/main/"):
         if marker in path:
             path = path.split(marker, 1)[1]
-    return f"{fn} ({path})"
+    return fn, path, line
+
+
+SETUP_FRAMES = ("read_command", "setup_spark_files", "_find_and_load", "invalidate_caches")
+
+
+def _bucket(frames: list[tuple[str, str, str]]) -> str:
+    names = [fn for fn, _, _ in frames]
+    # The writer pulls its input batches, so reading them happens under hoodie_sink frames.
+    if any(fn.endswith("load_stream") for fn in names):
+        return "waiting for / reading the next Arrow batch from the JVM"
+    if any("get_init_message" in fn for fn in names):
+        return "idle worker: waiting for a task"
+    if any(fn in SETUP_FRAMES for fn in names):
+        return "worker set-up: imports, unpickling the writer, path caches"
+    ours = [i for i, (_, path, _) in enumerate(frames) if path.startswith("hoodie_sink/")]
+    if ours:
+        i = ours[-1]
+        fn, path, line = frames[i]
+        if i + 1 == len(frames):
+            return f"{fn} ({path}) own code"
+        inner_fn, inner_path, _ = frames[i + 1]
+        if inner_path.startswith("pyarrow/compute"):  # pc.* calls all go through one wrapper
+            inner_fn = "pyarrow.compute"
+        return f"{fn} ({path}:{line}) -> {inner_fn}"
+    fn, path, _ = frames[-1]
+    return f"other: {fn} ({path})"
 
 
 # -- the run --------------------------------------------------------------------------------

@@ -253,10 +253,10 @@ class WriteConfig:
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
                 f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
             )
-        if self.table_type != "copy_on_write":
+        if self.table_type != "copy_on_write" and self.operation not in ("insert", "bulk_insert"):
             raise HoodieConfigError(
-                "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ' is not supported yet; "
-                "use COPY_ON_WRITE."
+                "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ' supports only the operations "
+                f"insert and bulk_insert so far, not '{self.operation}'."
             )
         if self.max_file_size < 1024:
             raise HoodieConfigError(f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}.")

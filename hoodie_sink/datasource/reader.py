@@ -31,14 +31,15 @@ from hoodie_sink.table.reader import Snapshot, read_base_file
 
 
 class HoodieReader(DataSourceReader):
-    def __init__(self, path: str, as_of: str | None, columns: list[str]):
+    def __init__(self, path: str, as_of: str | None, columns: list[str], read_optimized: bool = False):
         self.path = path
         self.as_of = as_of
+        self.read_optimized = read_optimized
         self.columns = columns
         self.partition_predicates: list = []
 
     def partitions(self):
-        snap = Snapshot.open(self.path, self.as_of)
+        snap = Snapshot.open(self.path, self.as_of, self.read_optimized)
         self._schema = snap.schema
         prune = self._pruner(snap)
         files = snap.base_files(prune)
@@ -63,7 +64,7 @@ class HoodieReader(DataSourceReader):
             return  # an empty table: Spark still runs one read task, with no partition
         snap_schema = getattr(self, "_schema", None)
         if snap_schema is None:
-            snap_schema = Snapshot.open(self.path, self.as_of).schema
+            snap_schema = Snapshot.open(self.path, self.as_of, self.read_optimized).schema
         from hoodie_sink.table.storage import Storage
 
         table = read_base_file(Storage(self.path), partition.value, snap_schema, self.columns)

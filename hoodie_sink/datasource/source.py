@@ -13,8 +13,6 @@ from hoodie_sink.datasource.spark_schema import arrow_to_spark
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.reader import Snapshot
 
-READ_OPTIONS = ("path", "as.of.instant", "hoodie.datasource.read.as.of.instant")
-
 
 class HoodieDataSource(DataSource):
     @classmethod
@@ -36,8 +34,11 @@ class HoodieDataSource(DataSource):
                 return str(self.options[key]).replace("-", "").replace(":", "").replace(" ", "")
         return None
 
+    def _read_optimized(self) -> bool:
+        return str(self.options.get("hoodie.datasource.query.type", "snapshot")).lower() == "read_optimized"
+
     def schema(self) -> StructType:
-        return arrow_to_spark(Snapshot.open(self._path(), self._as_of()).schema)
+        return arrow_to_spark(Snapshot.open(self._path(), self._as_of(), self._read_optimized()).schema)
 
     def reader(self, schema: StructType):
         columns = [f.name for f in schema.fields]
@@ -47,7 +48,7 @@ class HoodieDataSource(DataSource):
         # pruning reader is handed out there alone; elsewhere the plain reader reads all files.
         caller = sys._getframe(1).f_globals.get("__name__", "")
         cls = HoodiePushdownReader if caller.endswith("data_source_pushdown_filters") else HoodieReader
-        return cls(self._path(), self._as_of(), columns)
+        return cls(self._path(), self._as_of(), columns, self._read_optimized())
 
     def writer(self, schema: StructType, overwrite: bool) -> HoodieBatchWriter:
         return HoodieBatchWriter(self.options, schema, overwrite)

@@ -31,12 +31,19 @@ from hoodie_sink.table.hoodie_table import (
 )
 from hoodie_sink.table.markers import delete_markers, list_marked_files
 from hoodie_sink.table.metadata import SCHEMA_KEY, CommitMetadata, WriteStat, inflight_workload_json
-from hoodie_sink.table.properties import TableConfig, read_table_config
+from hoodie_sink.table.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.replace_metadata import encode_requested_replace
 from hoodie_sink.table.schema import arrow_to_avro, check_compatible, storage_schema, with_meta_fields
 from hoodie_sink.table.services.rollback import delete_files, rollback_failed_writes
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.timeline.instant import COMMIT, INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
+from hoodie_sink.table.timeline.instant import (
+    COMMIT,
+    DELTA_COMMIT,
+    INFLIGHT,
+    REPLACE_COMMIT,
+    REQUESTED,
+    Instant,
+)
 from hoodie_sink.table.timeline.timeline import META_DIR, Timeline, TimelineStore
 
 log = logging.getLogger(__name__)
@@ -110,7 +117,11 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
         data_schema = _table_order(data_schema, existing_avro)
         incoming = arrow_to_avro(data_schema, table.name)
 
-    action = REPLACE_COMMIT if cfg.operation in REPLACE_OPERATIONS else COMMIT
+    if cfg.operation in REPLACE_OPERATIONS:
+        action = REPLACE_COMMIT
+    else:
+        # Inserts into a merge-on-read table are new base files, published as a deltacommit.
+        action = DELTA_COMMIT if table.table_type == MERGE_ON_READ else COMMIT
     instant = timeline.new_instant_time()
     store = TimelineStore(storage)
     op_type = OPERATION_TYPES[cfg.operation]

@@ -30,6 +30,11 @@ def table_exists(storage: Storage) -> bool:
 
 
 def new_table_config(cfg: WriteConfig) -> TableConfig:
+    if cfg.table_type != "copy_on_write":
+        raise HoodieConfigError(
+            "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ': creating merge-on-read tables is "
+            "not supported yet (inserts into existing ones are). Help: use COPY_ON_WRITE."
+        )
     keygen = cfg.resolved_keygen
     return TableConfig(
         name=cfg.table_name or cfg.default_table_name(),
@@ -95,10 +100,8 @@ def reconcile(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
     if ("keygen_type" in ex or "keygen_class" in ex) and cfg.resolved_keygen != stored_keygen:
         raise conflict("hoodie.datasource.write.keygenerator.type", cfg.resolved_keygen.upper(),
                        table.keygen_class or stored_keygen)  # fmt: skip
-    if table.table_type != COPY_ON_WRITE:
-        raise HoodieConfigError(
-            f"The table at {cfg.path} is {table.table_type}; writing MERGE_ON_READ tables is not supported yet."
-        )
+    if table.table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
+        raise HoodieConfigError(f"The table at {cfg.path} has an unknown type '{table.table_type}'.")
     ts = {
         "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").lower() or None,
         "ts_input_format": table.extra.get("hoodie.keygen.timebased.input.dateformat"),
@@ -107,6 +110,7 @@ def reconcile(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
     }
     return cfg.with_(
         table_name=table.name,
+        table_type="merge_on_read" if table.table_type == MERGE_ON_READ else "copy_on_write",
         record_key_fields=table.record_key_fields or cfg.record_key_fields,
         partition_fields=table.partition_fields,
         precombine_field=table.precombine_field or cfg.precombine_field,

@@ -17,7 +17,7 @@ from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.file_group import BaseFile
 from hoodie_sink.table.fs_view import FileSystemView
 from hoodie_sink.table.hoodie_table import latest_schema
-from hoodie_sink.table.properties import TableConfig, read_table_config
+from hoodie_sink.table.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.schema import META_COLUMNS, avro_to_arrow
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.timeline import Timeline
@@ -32,9 +32,15 @@ class Snapshot:
     instant: str | None
 
     @staticmethod
-    def open(path: str, as_of: str | None = None) -> Snapshot:
+    def open(path: str, as_of: str | None = None, read_optimized: bool = False) -> Snapshot:
         storage = Storage(path)
         table = read_table_config(storage)
+        if table.table_type == MERGE_ON_READ and not read_optimized:
+            raise HoodieTableError(
+                f"The table at {path} is MERGE_ON_READ; merging its log files on read is not supported yet. "
+                "Help: read it with hudi-rs, or set option hoodie.datasource.query.type=read_optimized "
+                "(base files only)."
+            )
         timeline = Timeline.load(storage)
         avro = latest_schema(storage, timeline, table)
         if avro:
@@ -85,8 +91,9 @@ def iter_snapshot(
     columns: list[str] | None = None,
     partition_filter: Callable[[str], bool] | None = None,
     as_of: str | None = None,
+    read_optimized: bool = False,
 ) -> Iterator[pa.Table]:
-    snap = Snapshot.open(path, as_of)
+    snap = Snapshot.open(path, as_of, read_optimized)
     for bf in snap.base_files(partition_filter):
         yield snap.read_file(bf, columns)
 
@@ -96,8 +103,9 @@ def read_snapshot(
     columns: list[str] | None = None,
     partition_filter: Callable[[str], bool] | None = None,
     as_of: str | None = None,
+    read_optimized: bool = False,
 ) -> pa.Table:
-    snap = Snapshot.open(path, as_of)
+    snap = Snapshot.open(path, as_of, read_optimized)
     target = pa.schema([snap.schema.field(c) for c in columns]) if columns else snap.schema
     tables = [snap.read_file(bf, columns) for bf in snap.base_files(partition_filter)]
     return pa.concat_tables(tables) if tables else target.empty_table()

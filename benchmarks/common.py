@@ -117,6 +117,22 @@ def settle(spark: SparkSession | None = None) -> None:
         spark.sparkContext._jvm.java.lang.System.gc()
 
 
+def source_version(repo_dir: str, paths: Sequence[str] = ("hoodie_sink",)) -> str:
+    """The commit of the code under test, and whether it has uncommitted changes (read-only git)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", repo_dir, *args], capture_output=True, text=True, check=False
+        ).stdout
+
+    head = git("rev-parse", "--short", "HEAD").strip() or "(no git)"
+    dirty = [line for line in git("status", "--porcelain", "--", *paths).splitlines() if line.strip()]
+    return f"{head}" + (
+        f" + uncommitted changes in {len(dirty)} file(s) under {', '.join(paths)}" if dirty else ""
+    )
+
+
 # -- the trips data ---------------------------------------------------------------------------
 
 

@@ -111,6 +111,8 @@ class BaseFileWriter:
             compression=settings.codec,
             store_schema=False,  # Java files carry parquet.avro.schema, not ARROW:schema
             write_statistics=True,
+            # Keys and sequence numbers are unique per row: dictionary-encoding them only costs.
+            use_dictionary=[n for n in schema.names if n not in (RECORD_KEY, COMMIT_SEQNO)],
         )
         self._avro = avro_schema_with_meta
 

@@ -12,15 +12,16 @@ For each N in --rows, on one local[2] session:
      each run writes a fresh directory (measured, then removed), so no run pays for replacing
      the previous one;
   3. sample, during every run, the RSS of this session's Spark Python workers and JVM, and the
-     CPU used by this session vs by anything else on the machine.
+     CPU used by this session vs by anything else on the machine (the machine is shared: a run
+     waits for a quiet machine first, and a run that others slowed down is re-run).
 
 A small warm-up write through every writer comes first, so JVM JIT, Python worker start and
 module imports are excluded from all timings.
 
 Prints a Markdown timing table (rows/s, throughput ratio spark_seconds / writer_seconds; the
 hoodie target is >= 0.8), a memory table, and the settings used.  With --profile, one extra
-hoodie write per N runs under py-spy and the hottest frames are printed.  Exit code 1 if a
-hoodie write failed (its traceback is printed), else 0.
+hoodie write per N runs under py-spy and where the task workers' time goes is printed.  Exit
+code 1 if a hoodie write failed (its traceback is printed), else 0.  See README.md.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ WARMUP_ROWS = 20_000
 ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 PYTHON_WORKER_IDLE_S = 40  # Spark's PythonWorkerFactory stops workers idle for 60 s; keep a margin
 CPUS = os.cpu_count() or 1
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclass
@@ -196,7 +198,7 @@ def _frame_name(frame: str) -> tuple[str, str, str]:
     """("function", "short/path.py", "line") from py-spy's "function (path/to/file.py:123)"."""
     fn, _, loc = frame.partition(" (")
     path, _, line = loc.rstrip(")").rpartition(":")
-    for marker in ("site-packages/", "/work/main/"):
+    for marker in ("site-packages/", REPO_DIR + os.sep):
         if marker in path:
             path = path.split(marker, 1)[1]
     return fn, path, line

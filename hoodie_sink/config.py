@@ -71,7 +71,8 @@ def _choice(*choices: str, aliases: Mapping[str, str] | None = None) -> Callable
 OPERATIONS = (
     "upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table",
 )  # fmt: skip
-IMPLEMENTED_OPERATIONS = ("insert", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
+IMPLEMENTED_OPERATIONS = OPERATIONS
+KEYED_OPERATIONS = ("upsert", "delete")  # tagged against the index, merged into file groups
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.bloom.index.filter.dynamic.max.entries", "bloom_max_entries", _int),
     Option("hoodie.write.buffer.task.max.bytes", "task_buffer_bytes", _int,
            doc="Flush a task's buffered records when they pass this many bytes (default 256 MiB)."),
+    Option("hoodie.write.buffer.bucket.max.bytes", "bucket_buffer_bytes", _int,
+           doc="Flush one bucket (file group) when its buffered records pass this many bytes (default 64 MiB)."),
+    Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket")),
+    Option("hoodie.bloom.index.update.partition.path", "update_partition_path", _bool),
+    Option("hoodie.bucket.index.num.buckets", "num_buckets", _int),
+    Option("hoodie.bucket.index.hash.field", "bucket_hash_fields", _fields),
+    Option("hoodie.copyonwrite.record.size.estimate", "record_size_estimate", _int),
     Option("hoodie.datasource.write.commitmeta.key.prefix", "commit_meta_prefix", _str),
     Option("hoodie.datasource.write.streaming.checkpoint.identifier", "checkpoint_identifier", _str),
     Option("hoodie.sink.test.failure", "test_failure", _str,
@@ -183,7 +191,7 @@ class WriteConfig:
     record_key_fields: tuple[str, ...] = ()
     partition_fields: tuple[str, ...] = ()
     precombine_field: str | None = None
-    operation: str = "insert"
+    operation: str = "upsert"
     table_type: str = "copy_on_write"
     hive_style: bool = False
     url_encode: bool = False
@@ -202,6 +210,12 @@ class WriteConfig:
     bloom_fpp: float = 0.000000001
     bloom_max_entries: int = 100000
     task_buffer_bytes: int = 256 * MiB
+    bucket_buffer_bytes: int = 64 * MiB
+    index_type: str = "bloom"
+    update_partition_path: bool = False
+    num_buckets: int = 4
+    bucket_hash_fields: tuple[str, ...] = ()
+    record_size_estimate: int = 1024
     commit_meta_prefix: str = "_"
     checkpoint_identifier: str | None = None
     test_failure: str | None = None

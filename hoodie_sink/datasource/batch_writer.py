@@ -18,8 +18,8 @@ from pyspark.sql.types import StructType
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.messages import HoodieCommitMessage, results_of
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
-from hoodie_sink.table import commit
-from hoodie_sink.table.write_task import InsertTask, TaskIdentity
+from hoodie_sink.table import commit, write_path
+from hoodie_sink.table.write_task import TaskIdentity
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +37,11 @@ class HoodieBatchWriter(DataSourceArrowWriter):
         self.ctx = commit.begin(cfg, spark_to_arrow(schema), overwrite=overwrite)
 
     def write(self, iterator) -> HoodieCommitMessage:
-        task = InsertTask(self.ctx, task_identity())
-        return HoodieCommitMessage(task.write(iterator))
+        return HoodieCommitMessage(write_path.write_task(self.ctx, task_identity(), iterator))
 
     def commit(self, messages) -> None:
-        stats = [s for r in results_of(messages) for s in r.write_stats]
         try:
-            commit.complete(self.ctx, stats)
+            write_path.complete(self.ctx, results_of(messages))
         except BaseException:
             commit.abort(self.ctx)
             raise

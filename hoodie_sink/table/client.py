@@ -12,9 +12,9 @@ import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError
-from hoodie_sink.table import commit
+from hoodie_sink.table import commit, write_path
 from hoodie_sink.table.metadata import CommitMetadata
-from hoodie_sink.table.write_task import InsertTask, TaskIdentity
+from hoodie_sink.table.write_task import TaskIdentity
 
 DataLike = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
 
@@ -39,8 +39,8 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
     cfg = WriteConfig.from_options(options, path=path)
     ctx = commit.begin(cfg, schema, overwrite=(mode == "overwrite"))
     try:
-        result = InsertTask(ctx, TaskIdentity()).write(batches)
-        return commit.complete(ctx, result.write_stats)
+        result = write_path.write_task(ctx, TaskIdentity(), batches)
+        return write_path.complete(ctx, [result])
     except BaseException:
         commit.abort(ctx, settle_seconds=0)  # one process: no straggling tasks
         raise

@@ -18,9 +18,15 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieCommitError, HoodieInjectedFailure, HoodieKeyError, HoodieSchemaError
-from hoodie_sink.table.file_group import PARTITION_METAFILE
+from hoodie_sink.config import KEYED_OPERATIONS, WriteConfig
+from hoodie_sink.errors import (
+    HoodieCommitError,
+    HoodieInjectedFailure,
+    HoodieKeyError,
+    HoodieSchemaError,
+    HoodieTableError,
+)
+from hoodie_sink.table.file_group import PARTITION_METAFILE, BaseFile
 from hoodie_sink.table.fs_view import FileSystemView
 from hoodie_sink.table.hoodie_table import (
     create_table,
@@ -33,7 +39,14 @@ from hoodie_sink.table.markers import delete_markers, list_marked_files
 from hoodie_sink.table.metadata import SCHEMA_KEY, CommitMetadata, WriteStat, inflight_workload_json
 from hoodie_sink.table.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.replace_metadata import encode_requested_replace
-from hoodie_sink.table.schema import arrow_to_avro, check_compatible, storage_schema, with_meta_fields
+from hoodie_sink.table.schema import (
+    META_COLUMNS,
+    arrow_to_avro,
+    avro_to_arrow,
+    check_compatible,
+    storage_schema,
+    with_meta_fields,
+)
 from hoodie_sink.table.services.rollback import delete_files, rollback_failed_writes
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import (
@@ -72,6 +85,9 @@ class WriteContext:
     data_schema: pa.Schema  # storage schema of the data columns, in table order
     created_table: bool = False
     started_at: float = field(default_factory=time.time)
+    # keyed operations (upsert, delete): the file groups as of the start of the write
+    base_files: tuple[BaseFile, ...] = ()
+    avg_record_size: int = 1024
 
     @property
     def operation_type(self) -> str:
@@ -106,12 +122,18 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
     data_schema = storage_schema(_without_meta(input_schema))
     incoming = arrow_to_avro(data_schema, table.name)
     if not exists:
+        if cfg.operation == "delete":
+            raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
         create_table(storage, table)
     timeline = Timeline.load(storage)
     rollback_failed_writes(storage, timeline)
     timeline = Timeline.load(storage)
     existing = latest_schema(storage, timeline, table) if exists else None
-    if existing:
+    if existing and cfg.operation == "delete":
+        # Deletes need only the key (and partition) columns: the table keeps its schema.
+        incoming = json.loads(existing)
+        data_schema = storage_schema(avro_to_arrow(incoming, force_nullable=True))
+    elif existing:
         existing_avro = json.loads(existing)
         check_compatible(existing_avro, incoming)
         data_schema = _table_order(data_schema, existing_avro)
@@ -129,8 +151,15 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
         instant, action, encode_requested_replace(op_type) if action == REPLACE_COMMIT else b""
     )
     store.transition_to_inflight(requested, inflight_workload_json(op_type))
+    base_files: tuple[BaseFile, ...] = ()
+    avg_size = cfg.record_size_estimate
+    if cfg.operation in KEYED_OPERATIONS and existing:
+        base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
+        avg_size = _average_record_size(storage, timeline) or avg_size
     ctx = WriteContext(
         config=cfg,
+        base_files=base_files,
+        avg_record_size=avg_size,
         table=table,
         instant=instant,
         action=action,
@@ -143,8 +172,18 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
     return ctx
 
 
+def _average_record_size(storage: Storage, timeline: Timeline) -> int | None:
+    """Bytes per record on storage, from the latest commits (as Hudi sizes new file groups)."""
+    store = TimelineStore(storage)
+    for inst in reversed(timeline.completed()[-5:]):
+        totals = CommitMetadata.from_json(store.read_json(inst)).totals()
+        if totals["numWrites"] > 0 and totals["totalWriteBytes"] > 0:
+            return max(1, totals["totalWriteBytes"] // totals["numWrites"])
+    return None
+
+
 def _without_meta(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f for f in schema if not f.name.startswith("_hoodie_")])
+    return pa.schema([f for f in schema if f.name not in META_COLUMNS])
 
 
 def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
@@ -158,8 +197,9 @@ def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
 def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
     names = schema.names
     checks = [("hoodie.datasource.write.recordkey.field", f) for f in cfg.record_key_fields]
-    checks += [("hoodie.datasource.write.partitionpath.field", f) for f in cfg.partition_fields]
-    if cfg.precombine_field:
+    if cfg.operation != "delete" or cfg.index_type == "bloom":
+        checks += [("hoodie.datasource.write.partitionpath.field", f) for f in cfg.partition_fields]
+    if cfg.precombine_field and cfg.operation != "delete":
         checks.append(("hoodie.datasource.write.precombine.field", cfg.precombine_field))
     for option, column in checks:
         if column not in names:

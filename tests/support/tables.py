@@ -60,7 +60,8 @@ def hudi_rs_timeline(path: str | Path):
 
 
 def sort_by_key(t: pa.Table, key: str = "_hoodie_record_key") -> pa.Table:
-    return t.take(pc.sort_indices(t, sort_keys=[(key, "ascending")])) if t.num_rows else t
+    keys = [(c, "ascending") for c in (key, "_hoodie_partition_path") if c in t.column_names]
+    return t.take(pc.sort_indices(t, sort_keys=keys)) if t.num_rows else t
 
 
 def _normalise(t: pa.Table) -> list[dict]:

@@ -1,0 +1,173 @@
+"""Record merging, vectorised: de-duplicate a batch of changes, and merge changes into a file group.
+
+A *change set* is an Arrow table of data columns (table schema) plus four control columns:
+`_hk` the record key, `_hp` the partition path, `_ho` the arrival order (int64, larger =
+later) and `_hd` the change kind (UPSERT, SOFT_DELETE: a `_hoodie_is_deleted` record that still
+obeys the ordering rule, DELETE: the delete operation, which always wins).
+
+Ordering rule (Hudi's DefaultHoodieRecordPayload / OverwriteWithLatest): with a precombine
+field the record with the highest value wins, within a batch and against the stored record;
+ties (and nulls) go to the later/incoming record.  Without one, the latest write wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_sink.table.schema import META_COLUMNS
+
+KEY, PART, ORDER, KIND = "_hk", "_hp", "_ho", "_hd"
+CONTROL = (KEY, PART, ORDER, KIND)
+UPSERT, SOFT_DELETE, DELETE = 0, 1, 2
+COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
+
+
+def data_of(changes: pa.Table) -> pa.Table:
+    return changes.drop_columns([c for c in CONTROL if c in changes.column_names])
+
+
+def _not_greater(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """a <= b, with nulls on either side counted as 'not greater' (the later record wins)."""
+    gt = pc.greater(a, b)
+    return ~np.asarray(pc.fill_null(gt, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def reduce_changes(changes: pa.Table, precombine: str | None) -> pa.Table:
+    """Keep one change per record key: the winner of the ordering rule."""
+    if changes.num_rows <= 1:
+        return changes
+    sort_keys = [(KEY, "ascending")]
+    if precombine:
+        sort_keys.append((precombine, "descending", "at_end"))
+    sort_keys.append((ORDER, "descending"))
+    order = pc.sort_indices(changes, sort_keys=sort_keys)
+    ranked = changes.take(order)
+    keys = ranked.column(KEY).combine_chunks()
+    first = np.ones(len(keys), dtype=bool)
+    if len(keys) > 1:
+        same = pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))
+        first[1:] = ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+    return ranked.filter(pa.array(first))
+
+
+@dataclass
+class MergeResult:
+    """A new version of one file group: rows in output order and their meta fields."""
+
+    data: pa.Table  # data columns only, table schema
+    keys: pa.Array
+    commit_times: pa.Array
+    seqnos: pa.Array
+    num_updates: int
+    num_inserts: int
+    num_deletes: int
+    num_missing_deletes: int
+
+
+def merge_file_group(
+    old: pa.Table | None,
+    changes: pa.Table,
+    precombine: str | None,
+    instant: str,
+    partition_id: int,
+    append_only: bool = False,
+) -> MergeResult:
+    """Merge reduced `changes` (one per key) into `old` (a base file: meta + data columns).
+
+    `append_only` (the insert operation) adds every change as a new row, matching nothing.
+    Old rows keep their position (updated ones in place, deleted ones dropped); inserts go
+    last.  Copied rows keep their commit time and sequence number, written rows get the new
+    instant and a sequence number counting their output position.
+    """
+    data_cols = [c for c in changes.column_names if c not in CONTROL]
+    n_old = old.num_rows if old is not None else 0
+    inc_keys = changes.column(KEY)
+    kinds = np.asarray(changes.column(KIND).to_numpy(), dtype=np.int8)
+    matched_inc = np.zeros(changes.num_rows, dtype=bool)
+
+    if n_old and append_only:
+        take_old, src_new_old = np.arange(n_old), np.zeros(n_old, dtype=bool)
+        deleted = updated = np.zeros(n_old, dtype=bool)
+    elif n_old:
+        old_keys = old.column(RECORD_KEY)
+        pos = pc.index_in(old_keys, value_set=inc_keys.combine_chunks())
+        valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
+        inc_at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        wins = valid.copy()
+        if precombine and valid.any():
+            stored = old.column(precombine) if precombine in old.column_names else pa.nulls(n_old)
+            incoming = changes.column(precombine).take(pa.array(inc_at))
+            # the stored record survives only if its ordering value is strictly greater
+            wins &= _not_greater(stored, incoming)
+        wins |= valid & (kinds[inc_at] == DELETE)  # the delete operation ignores ordering
+        matched_inc[inc_at[valid]] = True
+        deleted = wins & (kinds[inc_at] != UPSERT)
+        updated = wins & (kinds[inc_at] == UPSERT)
+        keep = ~deleted
+        # index into concat([old, changes]): old rows, or the winning change in their place
+        take_old = np.where(updated, n_old + inc_at, np.arange(n_old))[keep]
+        src_new_old = updated[keep]
+    else:
+        take_old = np.zeros(0, dtype=np.int64)
+        src_new_old = np.zeros(0, dtype=bool)
+        deleted = np.zeros(0, dtype=bool)
+        updated = np.zeros(0, dtype=bool)
+
+    unmatched = ~matched_inc
+    inserts = np.nonzero(unmatched & (kinds == UPSERT))[0]
+    missing_deletes = int((unmatched & (kinds != UPSERT)).sum())
+    take = np.concatenate([take_old, n_old + inserts]).astype(np.int64)
+    is_new = np.concatenate([src_new_old, np.ones(len(inserts), dtype=bool)])
+
+    change_data = changes.select(data_cols)
+    if n_old:
+        old_data = _conform(old.select([c for c in data_cols if c in old.column_names]), change_data.schema)
+        both = pa.concat_tables([old_data, change_data])
+        both_keys = pa.chunked_array(old.column(RECORD_KEY).chunks + inc_keys.chunks, pa.string())
+        both_times = pa.chunked_array(
+            old.column(COMMIT_TIME).chunks + [pa.nulls(changes.num_rows, pa.string())], pa.string()
+        )
+        both_seq = pa.chunked_array(
+            old.column(COMMIT_SEQNO).chunks + [pa.nulls(changes.num_rows, pa.string())], pa.string()
+        )
+    else:
+        both, both_keys = change_data, inc_keys
+        both_times = both_seq = pa.nulls(changes.num_rows, pa.string())
+    take_arr = pa.array(take)
+    out = both.take(take_arr)
+    keys = both_keys.take(take_arr).combine_chunks() if len(take) else pa.array([], pa.string())
+    new_mask = pa.array(is_new)
+    times = pc.if_else(new_mask, pa.scalar(instant), both_times.take(take_arr)) if len(take) else keys
+    positions = pc.cast(pa.array(np.arange(len(take), dtype=np.int64)), pa.string())
+    fresh_seq = pc.binary_join_element_wise(f"{instant}_{partition_id}_", positions, "")
+    seqnos = pc.if_else(new_mask, fresh_seq, both_seq.take(take_arr)) if len(take) else keys
+    return MergeResult(
+        data=out,
+        keys=keys,
+        commit_times=_combined(times),
+        seqnos=_combined(seqnos),
+        num_updates=int(updated.sum()),
+        num_inserts=len(inserts),
+        num_deletes=int(deleted.sum()),
+        num_missing_deletes=missing_deletes,
+    )
+
+
+def _combined(a) -> pa.Array:
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Old rows in the incoming schema: columns added since are null, types widened."""
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)

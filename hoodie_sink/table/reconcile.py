@@ -1,0 +1,178 @@
+"""Commit-time reconciliation of a keyed write (upsert, delete) whose input was not partitioned
+by key.
+
+Two things can only be settled once every task has finished:
+- changes staged for a file group that another task owned (or that a task had already
+  written once): they are merged on top of the newest version of that file group;
+- a new key that two tasks (or two flushes) both inserted: the ordering rule picks the winner,
+  and the loser is deleted from the new file group that holds it.
+Merges run in a thread pool (pyarrow releases the GIL for reading, merging and writing).
+The superseded versions written by tasks are left unreferenced; the commit deletes them with
+the other unreported files.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodie_sink.table.commit import WriteContext
+from hoodie_sink.table.file_group import BaseFile
+from hoodie_sink.table.markers import MERGE
+from hoodie_sink.table.merge import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    KEY,
+    ORDER,
+    PART,
+    RECORD_KEY,
+    merge_file_group,
+    reduce_changes,
+)
+from hoodie_sink.table.metadata import NULL_COMMIT, WriteStat
+from hoodie_sink.table.reader import read_base_file
+from hoodie_sink.table.schema import META_COLUMNS
+from hoodie_sink.table.write_task import parquet_settings
+from hoodie_sink.table.writers.base_file import BaseFileWriter, file_schema
+
+log = logging.getLogger(__name__)
+COMMIT_STAGE = 999999  # stage id of commit-side write tokens: never a real task's
+
+
+@dataclass
+class Reconciliation:
+    stats: list[WriteStat]
+    merged_file_groups: int = 0
+    staged_rows: int = 0
+    duplicate_inserts: int = 0
+    missing_deletes: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def reconcile(ctx: WriteContext, results: list, threads: int = 4) -> Reconciliation:
+    storage = ctx.storage
+    stats = [s for r in results for s in r.write_stats]
+    out = Reconciliation(stats=stats, missing_deletes=sum(getattr(r, "num_missing_deletes", 0) for r in results))
+    contended = {st.file_id for r in results for st in getattr(r, "staged", [])}
+    changes: dict[tuple[str, str], list[pa.Table]] = {}
+    for r in results:
+        for st in getattr(r, "staged", []) + getattr(r, "owned", []):
+            if st.file_id not in contended:
+                continue  # the owner's merge is final: nobody else touched this file group
+            with storage.open_input_file(st.path) as f:
+                changes.setdefault((st.partition_path, st.file_id), []).append(pq.read_table(f))
+            out.staged_rows += 0 if st.owner else st.rows
+    logs = [p for r in results for p in getattr(r, "inserted_key_logs", [])]
+    removals = _duplicate_insert_losers(ctx, logs) if logs else {}
+    out.duplicate_inserts = sum(len(v) for v in removals.values())
+    jobs = sorted(set(changes) | set(removals))
+    if not jobs:
+        return out
+
+    latest: dict[str, WriteStat] = {s.file_id: s for s in stats}
+    base_by_id = {bf.file_id: bf for bf in ctx.base_files}
+
+    def run(i: int, key: tuple[str, str]) -> tuple[str, WriteStat, int]:
+        part, fid = key
+        return fid, *_rewrite(ctx, i, part, fid, changes.get(key), removals.get(key), latest.get(fid),
+                              base_by_id.get(fid))  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        done = list(pool.map(lambda job: run(*job), enumerate(jobs)))
+    replaced = {fid for fid, _, _ in done}
+    out.stats = [s for s in stats if s.file_id not in replaced] + [stat for _, stat, _ in done]
+    out.missing_deletes += sum(m for _, _, m in done)
+    out.merged_file_groups = len(done)
+    log.info("hoodie: commit %s rewrote %d file groups (%d staged rows, %d duplicate inserts)",
+             ctx.instant, len(done), out.staged_rows, out.duplicate_inserts)  # fmt: skip
+    return out
+
+
+def _rewrite(
+    ctx: WriteContext, i: int, part: str, fid: str, tables: list[pa.Table] | None, losers: set[str] | None,
+    task_stat: WriteStat | None, old_bf: BaseFile | None,
+) -> tuple[WriteStat, int]:  # fmt: skip
+    """The final version of one file group: contended ones are merged again from the old base
+    file with every task's changes (one ordering rule over all of them); then the losing copies
+    of keys inserted twice are dropped."""
+    storage = ctx.storage
+    schema = file_schema(ctx.data_schema)
+    precombine = ctx.config.precombine_field if ctx.config.operation != "delete" else None
+    missing = 0
+    if tables:
+        base = read_base_file(storage, old_bf.path, schema) if old_bf else None
+        prev = old_bf.instant if old_bf else NULL_COMMIT
+        reduced = reduce_changes(pa.concat_tables(tables, promote_options="permissive"), precombine)
+        merged = merge_file_group(base, reduced, precombine, ctx.instant, i)
+        data, keys, times, seqnos = merged.data, merged.keys, merged.commit_times, merged.seqnos
+        counts = (merged.num_updates, merged.num_inserts, merged.num_deletes)
+        missing = merged.num_missing_deletes
+    else:  # only duplicate removal, on the version a task wrote in this instant
+        current = read_base_file(storage, task_stat.path, schema)
+        prev = task_stat.prev_commit
+        data = current.drop_columns(list(META_COLUMNS))
+        keys, times, seqnos = (current.column(c).combine_chunks() for c in (RECORD_KEY, COMMIT_TIME, COMMIT_SEQNO))
+        counts = (task_stat.num_update_writes, task_stat.num_inserts, task_stat.num_deletes)
+    if losers:
+        keep = pc.invert(pc.is_in(keys, value_set=pa.array(sorted(losers), pa.string())))
+        data, keys, times, seqnos = data.filter(keep), keys.filter(keep), times.filter(keep), seqnos.filter(keep)
+        counts = (counts[0], counts[1] - len(losers), counts[2])
+    writer = BaseFileWriter(
+        storage, part, fid, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i, schema, ctx.avro_with_meta,
+        parquet_settings(ctx), prev_commit=prev, io_type=MERGE,
+    )  # fmt: skip
+    try:
+        writer.write(data, keys, times, seqnos, num_updates=counts[0])
+        stat = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    stat.num_update_writes, stat.num_inserts, stat.num_deletes = counts[0], max(counts[1], 0), counts[2]
+    return stat, missing
+
+
+def _duplicate_insert_losers(ctx: WriteContext, logs: list[str]) -> dict[tuple[str, str], set[str]]:
+    """(partition, file id) -> keys to drop: the losing copies of keys that this write inserted
+    more than once (several tasks or flushes), or inserted and deleted in different tasks."""
+    storage = ctx.storage
+    tables = []
+    for p in logs:
+        with storage.open_input_file(p) as f:
+            tables.append(pq.read_table(f))
+    keys = pa.concat_tables(tables, promote_options="permissive")
+    scope = [KEY] if ctx.config.index_type == "global_bloom" else [PART, KEY]
+    counts = keys.group_by(scope).aggregate([(KEY, "count")])
+    dups = counts.filter(pc.greater(counts.column(f"{KEY}_count"), 1))
+    if dups.num_rows == 0:
+        return {}
+    cand = keys.join(dups.select(scope), keys=scope, join_type="inner")
+    precombine = ctx.config.precombine_field
+    sort = [(c, "ascending") for c in scope]
+    if precombine and precombine in cand.column_names:
+        sort.append((precombine, "descending", "at_end"))
+    sort.append((ORDER, "descending"))
+    cand = cand.take(pc.sort_indices(cand, sort_keys=sort))
+    group = cand.select(scope)
+    # the first row of each key group is the winner; copies in other file groups are dropped
+    # (copies in the winner's own file group are settled by that file group's merge)
+    first = np.zeros(cand.num_rows, dtype=bool)
+    first[0] = True
+    for c in scope:
+        col = group.column(c).combine_chunks()
+        first[1:] |= ~np.asarray(pc.equal(col.slice(1), col.slice(0, len(col) - 1)).to_numpy(zero_copy_only=False))
+    group_no = np.cumsum(first) - 1
+    fids = np.asarray(cand.column("_hf").to_pylist(), dtype=object)
+    winner_fid = fids[first][group_no]  # None when the winner is a delete: every copy goes
+    loser = (fids != winner_fid) & (fids != None)
+    out: dict[tuple[str, str], set[str]] = {}
+    parts = cand.column(PART).to_pylist()
+    ks = cand.column(KEY).to_pylist()
+    for i in np.nonzero(loser)[0]:  # losers only: a handful of rows
+        out.setdefault((parts[i], fids[i]), set()).add(ks[i])
+    return out

@@ -1,0 +1,300 @@
+"""The task side of upsert and delete: tag, assign to buckets, buffer, merge or stage.
+
+Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuffle):
+1. Incoming batches are keyed and collected until `TAG_ROWS` rows, then tagged in one
+   vectorised index lookup: each record is an update of an existing file group or an insert.
+2. The bucket assigner puts every record in a bucket: the file group holding its key, a small
+   file group of its partition that this task claims for inserts, or a new file group.
+3. Buckets buffer records and flush when one passes its size, when the task's buffer passes
+   its budget (the largest bucket goes first), and at the end.
+4. A flush of an existing file group needs to own it: the task claims the file group with a
+   create-if-absent file; the owner merges old base file + changes into a new version right
+   here.  A task that loses the claim (another task owns it, or it already wrote it in an
+   earlier flush) stages its changes; the commit merges staged changes on top.  So the result
+   is correct for any partitioning of the input, and costs nothing extra when the input is
+   partitioned by key (no staging at all).
+5. Keys inserted into new file groups are logged, so the commit can find a new key that two
+   tasks (or two flushes) both inserted and keep only the winner.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodie_sink.errors import HoodieSchemaError
+from hoodie_sink.table.bucket_assigner import Assignment, BucketAssigner
+from hoodie_sink.table.commit import WriteContext
+from hoodie_sink.table.file_group import BaseFile, file_id, new_file_id_prefix
+from hoodie_sink.table.index.key_index import KeyIndex
+from hoodie_sink.table.instant_guard import InstantGuard
+from hoodie_sink.table.markers import MERGE, marker_dir
+from hoodie_sink.table.merge import (
+    DELETE,
+    KEY,
+    KIND,
+    ORDER,
+    PART,
+    SOFT_DELETE,
+    UPSERT,
+    data_of,
+    merge_file_group,
+    reduce_changes,
+)
+from hoodie_sink.table.reader import read_base_file
+from hoodie_sink.table.schema import cast_to_storage
+from hoodie_sink.table.write_task import (
+    TaskIdentity,
+    TaskResult,
+    check_test_failure,
+    keygen_for,
+    parquet_settings,
+)
+from hoodie_sink.table.writers.base_file import BaseFileWriter, RollingBaseFileWriter, file_schema
+
+IS_DELETED = "_hoodie_is_deleted"
+TAG_ROWS = 200_000
+
+
+@dataclass
+class StagedChanges:
+    """Changes for a file group that another writer owns, parked on storage for the commit."""
+
+    partition_path: str
+    file_id: str
+    path: str  # relative to the base path, under .hoodie/.temp/<instant>/
+    rows: int
+    owner: bool = False  # changes the owning task already merged (kept for re-merges)
+
+
+@dataclass
+class UpsertResult(TaskResult):
+    staged: list[StagedChanges] = field(default_factory=list)
+    owned: list[StagedChanges] = field(default_factory=list)
+    inserted_key_logs: list[str] = field(default_factory=list)
+    num_missing_deletes: int = 0
+
+
+def claim_path(instant: str, fid: str) -> str:
+    return f"{marker_dir(instant)}/claims/{fid}"
+
+
+def staging_dir(instant: str) -> str:
+    return f"{marker_dir(instant)}/staging"
+
+
+class UpsertTask:
+    def __init__(self, ctx: WriteContext, task: TaskIdentity):
+        self.ctx = ctx
+        self.task = task
+        self.cfg = ctx.config
+        self.keygen = keygen_for(ctx)
+        self.settings = parquet_settings(ctx)
+        self.file_schema = file_schema(ctx.data_schema)
+        self.precombine = self.cfg.precombine_field if self.cfg.operation != "delete" else None
+        self.storage = ctx.storage
+        self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)
+        self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
+        self.append_only = self.cfg.operation == "insert"
+        self.index = KeyIndex(self.storage, list(ctx.base_files), global_index=self.cfg.index_type == "global_bloom")
+        self.assigner = BucketAssigner(ctx, self._try_claim)
+        self.result = UpsertResult(ctx.instant, task.partition_id, task.attempt_number)
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._row_base = task.partition_id << 40  # arrival order across tasks: (partition, row)
+        self._rows_seen = 0
+        self._buckets: dict[tuple[str, str], list[pa.Table]] = {}  # (partition, bucket id) -> changes
+        self._bucket_bytes: dict[tuple[str, str], int] = {}
+        self._buffered = 0
+        self._claimed: set[str] = set()
+        self._written: set[str] = set()  # file groups this task already wrote a version of
+        self._prefix = new_file_id_prefix()
+        self._next_file = 0
+        self._flushes = 0
+        self._logs = 0
+
+    # -- input ---------------------------------------------------------------------------
+    def write(self, batches: Iterable[pa.RecordBatch]) -> UpsertResult:
+        started = time.monotonic()
+        for batch in batches:
+            if batch.num_rows:
+                self._pending.append(self._changes(batch))
+                self._pending_rows += batch.num_rows
+                self.result.num_records += batch.num_rows
+                if self._pending_rows >= TAG_ROWS:
+                    self._tag_pending()
+        self._tag_pending()
+        for key in list(self._buckets):
+            self._flush_bucket(key)
+        check_test_failure(self.ctx, self.task)
+        self.result.duration_ms = int((time.monotonic() - started) * 1000)
+        return self.result
+
+    def _changes(self, batch: pa.RecordBatch) -> pa.Table:
+        n = batch.num_rows
+        keys = self.keygen.record_keys(batch)
+        parts = self.keygen.partition_paths(batch)
+        data = _select(batch, self.ctx.data_schema, allow_missing=self.cfg.operation == "delete")
+        if self.cfg.operation == "delete":
+            kinds = np.full(n, DELETE, dtype=np.int8)
+        elif IS_DELETED in batch.schema.names:
+            flag = pc.fill_null(batch.column(batch.schema.get_field_index(IS_DELETED)), False)
+            kinds = np.where(np.asarray(flag.to_numpy(zero_copy_only=False), dtype=bool), SOFT_DELETE, UPSERT)
+        else:
+            kinds = np.full(n, UPSERT, dtype=np.int8)
+        order = np.arange(self._rows_seen, self._rows_seen + n, dtype=np.int64) + self._row_base
+        self._rows_seen += n
+        cols = list(data.columns) + [keys, parts, pa.array(order), pa.array(kinds.astype(np.int8))]
+        names = list(data.schema.names) + [KEY, PART, ORDER, KIND]
+        return pa.Table.from_arrays(cols, names=names)
+
+    # -- tagging and bucketing -----------------------------------------------------------
+    def _tag_pending(self) -> None:
+        if not self._pending:
+            return
+        changes = pa.concat_tables(self._pending)
+        self._pending, self._pending_rows = [], 0
+        if self.append_only:  # insert: no de-duplication, no lookup; small files first
+            assignment = Assignment()
+            self.assigner.assign_inserts(assignment, changes)
+        elif self.cfg.index_type == "bucket":
+            assignment = self.assigner.assign_for_bucket_index(reduce_changes(changes, self.precombine))
+        else:
+            changes = reduce_changes(changes, self.precombine)
+            tags = self.index.tag(changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks())
+            assignment = self.assigner.assign(changes, tags)
+        self.result.num_missing_deletes += assignment.missing_deletes
+        if not self.append_only:
+            for part, fid, rows in assignment.small_file_inserts:
+                self._log_inserted_keys(rows, np.full(rows.num_rows, fid, dtype=object))
+            dels = assignment.unmatched_deletes
+            if dels is not None and dels.num_rows:
+                self._log_inserted_keys(dels, np.full(dels.num_rows, None, dtype=object))
+        for key, rows in assignment.buckets.items():
+            self._buckets.setdefault(key, []).append(rows)
+            self._bucket_bytes[key] = self._bucket_bytes.get(key, 0) + rows.nbytes
+            self._buffered += rows.nbytes
+            if self._bucket_bytes[key] >= self.cfg.bucket_buffer_bytes:
+                self._flush_bucket(key)
+        while self._buffered >= self.cfg.task_buffer_bytes and self._bucket_bytes:
+            self._flush_bucket(max(self._bucket_bytes, key=self._bucket_bytes.get))
+
+    def _try_claim(self, fid: str) -> bool:
+        if fid in self._claimed:
+            return fid not in self._written
+        if self.storage.create_if_absent(claim_path(self.ctx.instant, fid), self.task.token.encode()):
+            self._claimed.add(fid)
+            return True
+        return False
+
+    # -- flushing ------------------------------------------------------------------------
+    def _flush_bucket(self, key: tuple[str, str]) -> None:
+        parts = self._buckets.pop(key, [])
+        self._buffered -= self._bucket_bytes.pop(key, 0)
+        if not parts:
+            return
+        changes = pa.concat_tables(parts)
+        if not self.append_only:
+            changes = reduce_changes(changes, self.precombine)
+        partition_path, bucket = key
+        self._flushes += 1
+        if bucket.startswith(Assignment.NEW):
+            self._write_new(partition_path, changes)
+        elif self._try_claim(bucket):
+            self._merge_in_task(partition_path, bucket, changes)
+        else:
+            self._stage(partition_path, bucket, changes)
+
+    def _merge_in_task(self, partition_path: str, fid: str, changes: pa.Table) -> None:
+        old_bf = self.base_by_id.get(fid)
+        old = read_base_file(self.storage, old_bf.path, self.file_schema) if old_bf else None
+        merged = merge_file_group(
+            old, changes, self.precombine, self.ctx.instant, self.task.partition_id, append_only=self.append_only
+        )
+        self._written.add(fid)
+        self.result.num_missing_deletes += merged.num_missing_deletes
+        writer = BaseFileWriter(
+            self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,
+            self.file_schema, self.ctx.avro_with_meta, self.settings,
+            prev_commit=old_bf.instant if old_bf else "null", io_type=MERGE, guard=self.guard,
+        )  # fmt: skip
+        try:
+            writer.write(merged.data, merged.keys, merged.commit_times, merged.seqnos, num_updates=merged.num_updates)
+            stat = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        stat.num_inserts = merged.num_inserts
+        stat.num_deletes = merged.num_deletes
+        self.result.write_stats.append(stat)
+        if not self.append_only:
+            # Keep the owner's changes too: if other tasks stage changes for this file group, the
+            # commit re-merges all of them from the old base file under one ordering rule.
+            self._stage(partition_path, fid, changes, owner=True)
+
+    def _stage(self, partition_path: str, fid: str, changes: pa.Table, owner: bool = False) -> None:
+        self.guard.check()
+        rel = f"{staging_dir(self.ctx.instant)}/{fid}/{self.task.token}-{self._flushes}.parquet"
+        with self.storage.open_output(rel) as out:
+            pq.write_table(changes, out, compression="lz4")
+        staged = StagedChanges(partition_path, fid, rel, changes.num_rows, owner)
+        (self.result.owned if owner else self.result.staged).append(staged)
+
+    def _write_new(self, partition_path: str, changes: pa.Table) -> None:
+        inserts = changes.filter(pc.equal(changes.column(KIND), UPSERT))
+        if inserts.num_rows == 0:
+            return
+
+        def new_writer() -> BaseFileWriter:
+            fid = file_id(self._prefix, self._next_file)
+            self._next_file += 1
+            return BaseFileWriter(
+                self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,
+                self.file_schema, self.ctx.avro_with_meta, self.settings, guard=self.guard,
+            )  # fmt: skip
+
+        writer = RollingBaseFileWriter(new_writer, self.settings)
+        try:
+            writer.write(data_of(inserts), inserts.column(KEY).combine_chunks())
+            stats = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        self.result.write_stats.extend(stats)
+        if not self.append_only and self.cfg.index_type != "bucket":
+            # RollingBaseFileWriter fills files in row order: file k holds the next num_writes rows.
+            fids = np.repeat(np.array([s.file_id for s in stats], dtype=object), [s.num_writes for s in stats])
+            self._log_inserted_keys(inserts, fids)
+
+    def _log_inserted_keys(self, inserts: pa.Table, fids: np.ndarray) -> None:
+        """Record (key, partition, order, file) of new keys for the commit's duplicate check."""
+        self._logs += 1
+        cols = {KEY: inserts.column(KEY), PART: inserts.column(PART), ORDER: inserts.column(ORDER),
+                KIND: inserts.column(KIND), "_hf": pa.array(fids, pa.string())}  # fmt: skip
+        if self.precombine:
+            cols[self.precombine] = inserts.column(self.precombine)
+        rel = f"{marker_dir(self.ctx.instant)}/inserted/{self.task.token}-{self._logs}.parquet"
+        with self.storage.open_output(rel) as out:
+            pq.write_table(pa.table(cols), out, compression="lz4")
+        self.result.inserted_key_logs.append(rel)
+
+
+def _select(batch: pa.RecordBatch, schema: pa.Schema, allow_missing: bool = False) -> pa.RecordBatch:
+    cols, names = [], []
+    for f in schema:
+        i = batch.schema.get_field_index(f.name)
+        if i < 0:
+            if not allow_missing:
+                raise HoodieSchemaError(f"Input batch lacks column '{f.name}' of the write schema.")
+            cols.append(pa.nulls(batch.num_rows, f.type))
+        else:
+            cols.append(batch.column(i))
+        names.append(f.name)
+    picked = pa.RecordBatch.from_arrays(cols, names=names)
+    return cast_to_storage(picked, schema)

@@ -98,6 +98,7 @@ class BucketAssigner:
         """Split rows by file group: one sort, then contiguous slices."""
         if rows.num_rows == 0:
             return
+        fid_col = fid_col.combine_chunks() if isinstance(fid_col, pa.ChunkedArray) else fid_col
         order = pc.sort_indices(fid_col)
         rows, fids = rows.take(order), pc.take(fid_col, order)
         runs = pc.run_end_encode(fids)

@@ -489,7 +489,7 @@ TRICKY = [
 ]
 
 
-def test_java_string_hashes_known_values_and_reference():
+def test_java_string_hashes_known_values_and_reference(monkeypatch):
     got = bucket.java_string_hashes(pa.array(["abc", "", "hello", "Aa", "BB", None]))
     assert got.tolist() == [96354, 0, 99162322, 2112, 2112, 0]
     rng = random.Random(2)
@@ -503,6 +503,9 @@ def test_java_string_hashes_known_values_and_reference():
     assert bucket.java_string_hashes(arr).tolist() == got.tolist()
     assert bucket.java_string_hashes(pa.chunked_array([values[:5], values[5:]])).tolist() == got.tolist()
     assert bucket.java_string_hashes(pa.array(values, pa.large_string())).tolist() == got.tolist()
+    # Small processing chunks (records longer than a chunk included) give the same hashes.
+    monkeypatch.setattr(bucket, "_CHUNK_UNITS", 7)
+    assert bucket.java_string_hashes(pa.array(values)).tolist() == got.tolist()
 
 
 def test_bucket_ids_match_java_list_hash():

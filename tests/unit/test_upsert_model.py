@@ -112,3 +112,43 @@ def test_commit_counts_and_prev_commit(tmp_path):
     import json
 
     assert json.loads(md3.extra_metadata["hoodie.sink.write.stats"])["deletesOfMissingKeys"] == 1
+
+
+@pytest.mark.parametrize("move", [False, True])
+def test_global_index_partition_change(tmp_path, move):
+    rng = random.Random(3)
+    path = tmp_path / "t"
+    options = {
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.index.type": "global_bloom",
+        "hoodie.bloom.index.update.partition.path": str(move).lower(),
+    }
+    rows = [{"id": f"k{i}", "p": "a", "ts": 1, "v": i, "_hoodie_is_deleted": False} for i in range(20)]
+    write_commit(path, options, rows, 2, rng)
+    change = [{"id": "k1", "p": "b", "ts": 2, "v": 100, "_hoodie_is_deleted": False}]
+    write_commit(path, options, change, 1, rng)
+    theirs = assert_table_matches(
+        path, [r for r in rows if r["id"] != "k1"] + [{**change[0], "p": "b"}] if move else
+        [r for r in rows if r["id"] != "k1"] + [change[0]],
+    )  # fmt: skip
+    k1 = [r for r in theirs.to_pylist() if r["id"] == "k1"]
+    assert len(k1) == 1
+    # moved: the record lives in the new partition; not moved: it stays where its key lives
+    assert k1[0]["_hoodie_partition_path"] == ("b" if move else "a")
+
+
+def test_bucket_index_file_ids_carry_the_bucket(tmp_path):
+    rng = random.Random(4)
+    path = tmp_path / "t"
+    options = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "p",
+               "hoodie.index.type": "bucket", "hoodie.bucket.index.num.buckets": "4"}  # fmt: skip
+    rows = [{"id": f"k{i}", "p": "a", "ts": 1, "v": i, "_hoodie_is_deleted": False} for i in range(200)]
+    write_commit(path, options, rows, 3, rng)
+    from hoodie_sink.table.index.bucket import bucket_of_file_id, record_key_bucket_ids
+
+    theirs = assert_table_matches(path, rows)
+    want = record_key_bucket_ids(theirs.column("_hoodie_record_key"), ["id"], 4)
+    got = [bucket_of_file_id(n.split("_")[0]) for n in theirs.column("_hoodie_file_name").to_pylist()]
+    assert list(want) == got
+    assert len({n.split("_")[0] for n in theirs.column("_hoodie_file_name").to_pylist()}) <= 4

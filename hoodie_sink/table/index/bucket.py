@@ -39,7 +39,6 @@ EMPTY_RECORDKEY_PLACEHOLDER = "__empty__"
 RECORD_KEY_PARTS_SEPARATOR = ","
 COLUMN_VALUE_SEPARATOR = ":"
 
-_MASK32 = np.uint64(0xFFFFFFFF)
 _JAVA_INT = re.compile(r"^[+-]?[0-9]+$")
 
 StringsLike = pa.Array | pa.ChunkedArray
@@ -78,26 +77,43 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _powers31(count: int) -> np.ndarray:
-    """31**k mod 2**64 for k in [0, count) (uint64; only the low 32 bits are used)."""
-    p = np.full(max(count, 1), 31, dtype=np.uint64)
+    """31**k mod 2**32 for k in [0, count) (uint32)."""
+    p = np.full(max(count, 1), 31, dtype=np.uint32)
     p[0] = 1
-    return np.cumprod(p, dtype=np.uint64)  # wraps mod 2**64, exact mod 2**32
+    return np.cumprod(p, dtype=np.uint32)  # wraps mod 2**32, like Java int arithmetic
+
+
+_CHUNK_UNITS = 1 << 22  # bounds the temporaries of _segment_hash to ~50 MB
 
 
 def _segment_hash(units: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Java's fold ``h = 31*h + u`` (from h=0) over each segment units[bounds[i]:bounds[i+1]], as uint32."""
+    """Java's fold ``h = 31*h + u`` (from h=0) over each segment units[bounds[i]:bounds[i+1]], as uint32.
+
+    h = sum(u_j * 31**(units after j in its segment)), summed as prefix sums; all arithmetic wraps
+    mod 2**32 exactly as Java's int does.  Records are processed in chunks of ~_CHUNK_UNITS units.
+    """
     n = len(bounds) - 1
+    out = np.zeros(n, np.uint32)
     lengths = np.diff(bounds)
-    total = int(bounds[-1])
-    if total == 0:
-        return np.zeros(n, np.uint32)
-    # Weight of a unit = 31 ** (units after it in its own segment).
-    seg_end = np.repeat(bounds[1:], lengths)
-    after = seg_end - 1 - np.arange(total, dtype=np.int64)
+    if n == 0 or int(bounds[-1]) == 0:
+        return out
     powers = _powers31(int(lengths.max()))
-    terms = units.astype(np.uint64) * powers[after]
-    cs = np.concatenate([np.zeros(1, np.uint64), np.cumsum(terms, dtype=np.uint64)])
-    return ((cs[bounds[1:]] - cs[bounds[:-1]]) & _MASK32).astype(np.uint32)
+    lo = 0
+    while lo < n:
+        # Records [lo, hi) hold at most _CHUNK_UNITS units (or are a single larger record).
+        hi = int(np.searchsorted(bounds, bounds[lo] + _CHUNK_UNITS, side="right")) - 1
+        hi = min(max(hi, lo + 1), n)
+        b = bounds[lo : hi + 1] - bounds[lo]
+        u = units[bounds[lo] : bounds[hi]]
+        total = int(b[-1])
+        if total:
+            after = np.repeat(b[1:], lengths[lo:hi]) - 1 - np.arange(total, dtype=np.int64)
+            terms = u.astype(np.uint32) * powers[after]
+            cs = np.zeros(total + 1, np.uint32)
+            np.cumsum(terms, dtype=np.uint32, out=cs[1:])
+            out[lo:hi] = cs[b[1:]] - cs[b[:-1]]
+        lo = hi
+    return out
 
 
 def java_string_hashes(values: StringsLike) -> np.ndarray:
@@ -272,8 +288,7 @@ def record_key_bucket_ids(
     lengths = np.diff(list_offsets)
     # List.hashCode = 31**len + sum(e_j * 31**(len-1-j)); the fold over elements is _segment_hash.
     powers = _powers31(int(lengths.max(initial=0)) + 1)
-    fold = _segment_hash(elem, list_offsets).astype(np.uint64)
-    h = ((powers[lengths] + fold) & _MASK32).astype(np.uint32)
+    h = powers[lengths] + _segment_hash(elem, list_offsets)
     assert len(h) == n
     return _bucket_of_hash(h.view(np.int32), num_buckets)
 

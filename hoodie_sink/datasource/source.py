@@ -10,6 +10,7 @@ from pyspark.sql.types import StructType
 from hoodie_sink.datasource.batch_writer import HoodieBatchWriter
 from hoodie_sink.datasource.reader import HoodiePushdownReader, HoodieReader
 from hoodie_sink.datasource.spark_schema import arrow_to_spark
+from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.reader import Snapshot
 
@@ -52,3 +53,6 @@ class HoodieDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> HoodieBatchWriter:
         return HoodieBatchWriter(self.options, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> HoodieStreamWriter:
+        return HoodieStreamWriter(self.options, schema, overwrite)

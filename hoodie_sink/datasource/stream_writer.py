@@ -1,0 +1,123 @@
+"""`df.writeStream.format("hoodie")`: one instant per micro-batch, exactly once.
+
+Spark constructs this writer twice per micro-batch in two processes (one pickled to the
+tasks, one for the commit), so the constructor only parses options.  The batch's instant is
+begun by its first task with rows (hoodie_sink.table.streaming); the commit finds it through
+the task messages and publishes it with the checkpoint, atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.datasource.batch_writer import task_identity
+from hoodie_sink.datasource.spark_schema import spark_to_arrow
+from hoodie_sink.table import commit, streaming, write_path
+from hoodie_sink.table.streaming import BatchRef
+from hoodie_sink.table.write_task import TaskResult
+
+log = logging.getLogger("hoodie_sink.stream")
+TEST_KILL_ENV = "HOODIE_SINK_TEST_KILL"  # test only: "<point>:<marker dir>", see tests/spark/test_streaming_kill.py
+
+
+@dataclass
+class StreamCommitMessage(WriterCommitMessage):
+    ref: BatchRef | None = None
+    result: TaskResult | None = None
+    skipped: bool = False  # the batch was already committed: nothing written
+    rows: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def test_pause(point: str) -> None:
+    """Test-only crash point: announce it and wait to be killed.  One env lookup otherwise."""
+    spec = os.environ.get(TEST_KILL_ENV)
+    if not spec or not spec.startswith(point + ":"):
+        return
+    marker_dir = spec.split(":", 1)[1]
+    os.makedirs(marker_dir, exist_ok=True)
+    with open(os.path.join(marker_dir, point), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(600)
+
+
+class HoodieStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options, schema, overwrite: bool):
+        opts = dict(options)
+        self.cfg = WriteConfig.from_options(opts)
+        self.identifier = self.cfg.checkpoint_identifier or streaming.default_identifier(opts)
+        self.arrow_schema = spark_to_arrow(schema)
+        self.overwrite = overwrite
+
+    def write(self, iterator) -> StreamCommitMessage:
+        tc = TaskContext.get()
+        batch_id = int(tc.getLocalProperty("streaming.sql.batchId"))
+        run_id = tc.getLocalProperty("spark.jobGroup.id") or tc.getLocalProperty("sql.streaming.queryId") or "run"
+        ref = BatchRef(self.identifier, batch_id, run_id)
+        first = next(iterator, None)
+        while first is not None and first.num_rows == 0:
+            first = next(iterator, None)
+        if first is None:
+            return StreamCommitMessage(ref)  # an empty task begins nothing
+        ctx = streaming.begin_batch(self.cfg, self.arrow_schema, ref, self.overwrite)
+        if ctx is None:
+            return StreamCommitMessage(ref, skipped=True)
+
+        def batches():
+            yield first
+            yield from iterator
+
+        result = write_path.write_task(ctx, task_identity(), batches())
+        test_pause("during-write")
+        return StreamCommitMessage(ref, result, rows=result.num_records)
+
+    def commit(self, messages, batchId: int) -> None:
+        msgs = [m for m in messages if isinstance(m, StreamCommitMessage)]
+        written = [m for m in msgs if m.result is not None]
+        if not written:
+            if any(m.skipped for m in msgs):
+                log.info("hoodie: micro-batch %d already committed for %s; skipped", batchId, self.identifier)
+            return  # empty micro-batch: no commit
+        ref = written[0].ref
+        storage = self.cfg_storage()
+        ctx = streaming.load_context(storage, ref)
+        if ctx is None:
+            raise RuntimeError(f"hoodie: no write context for micro-batch {batchId} ({ref.ctx_path})")
+        if streaming.is_committed(storage, self.identifier, batchId):
+            commit.abort(ctx)  # a replay raced a commit: drop the duplicate
+            return
+        test_pause("before-commit")
+        started = time.monotonic()
+        md = write_path.complete(
+            ctx, [m.result for m in written], streaming.checkpoint_metadata(storage, self.identifier, batchId)
+        )
+        streaming.forget_batch(storage, ref)
+        t = md.totals()
+        log.warning(
+            "hoodie: batch %d -> %s %s: %d rows in, %d inserted, %d updated, %d deleted, %d files, %.1f MB, "
+            "commit %.2fs",
+            batchId, ctx.action, ctx.instant, sum(m.rows for m in written), t["numInserts"], t["numUpdateWrites"],
+            t["numDeletes"], t["numFiles"], t["totalWriteBytes"] / 1e6, time.monotonic() - started,
+        )  # fmt: skip
+        test_pause("after-commit")
+
+    def abort(self, messages, batchId: int) -> None:
+        storage = self.cfg_storage()
+        refs = {m.ref for m in messages if isinstance(m, StreamCommitMessage) and m.ref is not None}
+        for ref in refs:
+            ctx = streaming.load_context(storage, ref)
+            if ctx is not None:
+                commit.abort(ctx)
+                streaming.forget_batch(storage, ref)
+
+    def cfg_storage(self):
+        from hoodie_sink.table.storage import Storage
+
+        return Storage(self.cfg.path)

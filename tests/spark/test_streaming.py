@@ -1,0 +1,128 @@
+"""df.writeStream.format("hoodie"): one commit per non-empty micro-batch, exactly once."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tests.support.tables import assert_table_matches, hudi_rs_timeline
+
+SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),
+                    ("_hoodie_is_deleted", pa.bool_())])  # fmt: skip
+OPTS = {
+    "hoodie.table.name": "trips",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "city",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
+
+
+def cdc_files(src: Path, batches: int, seed: int = 0, rows=(5, 60)) -> list[list[dict]]:
+    """A CDC-like stream: one parquet file per micro-batch, inserts, updates and deletes."""
+    rng = random.Random(seed)
+    src.mkdir(parents=True, exist_ok=True)
+    out, ts, live = [], 0, set()
+    for b in range(batches):
+        rows_b = []
+        for _ in range(rng.randrange(*rows)):
+            ts += 1
+            i = rng.choice(sorted(live)) if live and rng.random() < 0.4 else rng.randrange(10_000)
+            deleted = i in live and rng.random() < 0.15
+            rows_b.append({"id": i, "city": "abc"[i % 3], "ts": ts, "fare": float(ts), "_hoodie_is_deleted": deleted})
+            (live.discard if deleted else live.add)(i)
+        pq.write_table(pa.Table.from_pylist(rows_b, schema=SCHEMA), src / f"part-{b:05d}.parquet")
+        out.append(rows_b)
+    return out
+
+
+def model_of(batches: list[list[dict]]) -> list[dict]:
+    model: dict[int, dict] = {}
+    for rows in batches:
+        for r in rows:  # ts grows with arrival: the later record wins
+            if r["_hoodie_is_deleted"]:
+                model.pop(r["id"], None)
+            else:
+                model[r["id"]] = r
+    return list(model.values())
+
+
+def run_stream(spark, src: Path, path: Path, ckpt: Path, extra: dict | None = None):
+    df = spark.readStream.schema(_spark_schema(spark)).option("maxFilesPerTrigger", 1).parquet(str(src))
+    q = (
+        df.writeStream.format("hoodie").options(**OPTS).options(**(extra or {}))
+        .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start(str(path))
+    )  # fmt: skip
+    q.awaitTermination(600)
+    q.stop()
+    if q.exception():
+        raise q.exception()
+    return q
+
+
+def _spark_schema(spark):
+    return "id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN"
+
+
+def commits(path: Path) -> list:
+    return hudi_rs_timeline(path).get_completed_commits()
+
+
+def test_stream_of_50_upsert_and_delete_batches_equals_the_model(spark, tmp_path):
+    batches = cdc_files(tmp_path / "src", 50)
+    q = run_stream(spark, tmp_path / "src", tmp_path / "t", tmp_path / "ckpt")
+    assert_table_matches(tmp_path / "t", model_of(batches))
+    cs = commits(tmp_path / "t")
+    assert len(cs) == 50
+    meta = json.loads(hudi_rs_timeline(tmp_path / "t").get_instant_metadata_in_json(cs[-1]))
+    cp = json.loads(meta["extraMetadata"]["_hudi_streaming_sink_checkpoint"])
+    assert list(cp.values()) == ["49"]
+    assert q.lastProgress is not None and q.lastProgress["numInputRows"] > 0
+
+
+def test_replayed_batch_writes_and_commits_nothing(spark, tmp_path):
+    batches = cdc_files(tmp_path / "src", 4)
+    run_stream(spark, tmp_path / "src", tmp_path / "t", tmp_path / "ckpt")
+    before = [c.timestamp for c in commits(tmp_path / "t")]
+    files_before = sorted(p.name for p in (tmp_path / "t").rglob("*.parquet"))
+    # as after a crash between our commit and Spark's: Spark replays the last batch
+    for f in ("3", ".3.crc"):
+        (tmp_path / "ckpt" / "commits" / f).unlink(missing_ok=True)
+    run_stream(spark, tmp_path / "src", tmp_path / "t", tmp_path / "ckpt")
+    assert [c.timestamp for c in commits(tmp_path / "t")] == before
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*.parquet")) == files_before
+    assert_table_matches(tmp_path / "t", model_of(batches))
+
+
+def test_task_retry_inside_a_micro_batch_leaves_no_duplicates(spark, tmp_path):
+    src = tmp_path / "src"
+    batches = cdc_files(src, 3, rows=(200, 300))
+    # two input files per batch -> two tasks; the task of partition 1 fails once each batch
+    for f in sorted(src.glob("*.parquet")):
+        t = pq.read_table(f)
+        half = t.num_rows // 2
+        pq.write_table(t.slice(0, half), f.with_name(f.stem + "-a.parquet"))
+        pq.write_table(t.slice(half), f.with_name(f.stem + "-b.parquet"))
+        f.unlink()
+    df = spark.readStream.schema(_spark_schema(spark)).option("maxFilesPerTrigger", 2).parquet(str(src))
+    q = (
+        df.writeStream.format("hoodie").options(**OPTS).option("hoodie.sink.test.failure", "task:1")
+        .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start(str(tmp_path / "t"))
+    )  # fmt: skip
+    q.awaitTermination(600)
+    q.stop()
+    assert q.exception() is None
+    assert_table_matches(tmp_path / "t", model_of(batches))
+
+
+def test_empty_micro_batches_make_no_commit(spark, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    pq.write_table(SCHEMA.empty_table(), src / "part-00000.parquet")
+    run_stream(spark, src, tmp_path / "t", tmp_path / "ckpt")
+    assert not (tmp_path / "t" / ".hoodie").exists() or commits(tmp_path / "t") == []
+    shutil.rmtree(tmp_path / "ckpt")

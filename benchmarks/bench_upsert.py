@@ -512,7 +512,7 @@ class Bench:
 
         spark.dataSource.register(HoodieDataSource)  # this checkout; import errors surface here
         base = materialise(trips_df(spark, WARMUP_ROWS), os.path.join(self.scratch, "warm_src"))
-        base.write.format("hoodie").options(**hoodie_options("bulk_insert")).mode("overwrite").save(
+        base.write.format("hoodie").options(**hoodie_options("bulk_insert")).mode("append").save(
             self.warm_dir
         )
         df = build_batch(spark, base, WARMUP_ROWS, 1_000, 1_000, os.path.join(self.scratch, "warm_batch"))
@@ -573,7 +573,7 @@ class Bench:
 
         hoodie_base = os.path.join(self.scratch, f"hoodie_base_{n}")
         t0 = time.perf_counter()
-        base_df.write.format("hoodie").options(**hoodie_options("bulk_insert")).mode("overwrite").save(
+        base_df.write.format("hoodie").options(**hoodie_options("bulk_insert")).mode("append").save(
             hoodie_base
         )
         self.last_python_use = time.monotonic()

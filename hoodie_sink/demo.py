@@ -1,87 +1,148 @@
-"""Demo: a local Spark job landing trip data in a Hudi table under ./demo_table.
+"""Demo: a local Spark streaming job landing a CDC stream of trips in a Hudi table (./demo_table).
 
-Writes a few batches (a bulk load, then incremental inserts) through df.write.format("hoodie"),
-prints one progress line per batch, then reads the table back with hudi-rs (the `hudi`
-package) and with our own reader and checks both against what was sent.
+A synthetic change stream (inserts, updates and deletes of a trips table, one parquet file
+per micro-batch) flows through df.writeStream.format("hoodie") as upserts.  One progress line
+per micro-batch; at the end the table is read back with hudi-rs (the `hudi` package) and with
+hoodie_sink's own reader and compared with what the stream said the table should hold.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import sys
+import tempfile
 import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema(
+    [("trip_id", pa.string()), ("city", pa.string()), ("rider", pa.string()), ("fare", pa.float64()),
+     ("ts", pa.int64()), ("_hoodie_is_deleted", pa.bool_())]
+)  # fmt: skip
+DDL = "trip_id STRING, city STRING, rider STRING, fare DOUBLE, ts BIGINT, _hoodie_is_deleted BOOLEAN"
+CITIES = ["san_francisco", "sao_paulo", "chennai", "new_york", "berlin"]
+
+
+def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, dict]:
+    """Write the change stream and return the final state it implies (the model)."""
+    rng = random.Random(seed)
+    model: dict[str, dict] = {}
+    next_id, ts = 0, 0
+    for b in range(batches):
+        out = []
+        live = list(model)
+        for _ in range(rows):
+            ts += 1
+            r = rng.random()
+            key = rng.choice(live) if live and r < 0.30 else None
+            if key not in model:  # deleted earlier in this batch: make it an insert
+                r = 1.0
+            if r < 0.25:  # update
+                rec = {**model[key], "fare": round(rng.uniform(5, 80), 2), "ts": ts, "_hoodie_is_deleted": False}
+            elif r < 0.30:  # delete
+                rec = {**model[key], "ts": ts, "_hoodie_is_deleted": True}
+            else:  # insert
+                key = f"trip-{next_id:09d}"
+                next_id += 1
+                rec = {"trip_id": key, "city": CITIES[next_id % len(CITIES)], "rider": f"rider-{rng.randrange(1000):03d}",
+                       "fare": round(rng.uniform(5, 80), 2), "ts": ts, "_hoodie_is_deleted": False}  # fmt: skip
+            out.append(rec)
+            if rec["_hoodie_is_deleted"]:
+                model.pop(key, None)
+            else:
+                model[key] = rec
+        pq.write_table(pa.Table.from_pylist(out, schema=SCHEMA), os.path.join(src, f"changes-{b:05d}.parquet"))
+    return model
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--path", default=os.path.join(os.getcwd(), "demo_table"))
-    ap.add_argument("--batches", type=int, default=5)
-    ap.add_argument("--rows", type=int, default=200_000, help="rows per batch")
+    ap.add_argument("--batches", type=int, default=12)
+    ap.add_argument("--rows", type=int, default=50_000, help="changes per micro-batch")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need hoodie_sink too
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    work = tempfile.mkdtemp(prefix="hoodie-demo-")
+    src, ckpt = os.path.join(work, "changes"), os.path.join(work, "checkpoint")
+    os.makedirs(src)
+    shutil.rmtree(args.path, ignore_errors=True)
+    print(f"hoodie demo: {args.batches} micro-batches of {args.rows:,} changes (70% inserts, 25% updates, "
+          f"5% deletes) -> {args.path}")  # fmt: skip
+    model = make_changes(src, args.batches, args.rows)
 
     spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hoodie-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
+        SparkSession.builder.master("local[2]").appName("hoodie-demo")
+        .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
-    )
+    )  # fmt: skip
     spark.sparkContext.setLogLevel("ERROR")
-    shutil.rmtree(args.path, ignore_errors=True)
-    opts = {
-        "hoodie.table.name": "demo_trips",
-        "hoodie.datasource.write.recordkey.field": "trip_id",
-        "hoodie.datasource.write.partitionpath.field": "city",
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-    }
-    cities = ["san_francisco", "sao_paulo", "chennai", "new_york", "berlin"]
-    city = F.element_at(F.array(*[F.lit(c) for c in cities]), (F.col("id") % len(cities) + 1).cast("int"))
-    sent = 0
-    print(f"hoodie demo: {args.batches} batches of {args.rows:,} trips into {args.path}")
-    for b in range(args.batches):
-        start = b * args.rows
-        df = (
-            spark.range(start, start + args.rows, 1, 2)
-            .select(
-                F.format_string("trip-%09d", "id").alias("trip_id"),
-                F.format_string("rider-%03d", F.col("id") % 997).alias("rider"),
-                city.alias("city"),
-                (F.col("id") % 1000 / 10.0).alias("fare"),
-                F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id")).alias("ts"),
-            )
-        )
-        op = "bulk_insert" if b == 0 else "insert"
-        t0 = time.monotonic()
-        df.write.format("hoodie").options(**opts).option("hoodie.datasource.write.operation", op).mode("append").save(
-            args.path
-        )
-        dt = time.monotonic() - t0
-        sent += args.rows
-        print(f"  batch {b + 1}/{args.batches}: {op:<11} {args.rows:>9,} rows in {dt:5.1f}s ({args.rows / dt:>9,.0f} rows/s)")
+
+    class Progress(StreamingQueryListener):
+        def onQueryStarted(self, event):
+            pass
+
+        def onQueryProgress(self, event):
+            p = event.progress
+            secs = (p.batchDuration or 0) / 1000
+            if p.numInputRows:
+                print(f"  batch {p.batchId + 1:>3}/{args.batches}: {p.numInputRows:>8,} changes in {secs:5.1f}s "
+                      f"({p.numInputRows / max(secs, 1e-3):>9,.0f} rows/s)", flush=True)  # fmt: skip
+
+        def onQueryIdle(self, event):
+            pass
+
+        def onQueryTerminated(self, event):
+            pass
+
+    spark.streams.addListener(Progress())
+    started = time.monotonic()
+    query = (
+        spark.readStream.schema(DDL)
+        .option("maxFilesPerTrigger", 1).parquet(src)
+        .writeStream.format("hoodie")
+        .option("hoodie.table.name", "demo_trips")
+        .option("hoodie.datasource.write.recordkey.field", "trip_id")
+        .option("hoodie.datasource.write.partitionpath.field", "city")
+        .option("hoodie.datasource.write.precombine.field", "ts")
+        .option("hoodie.datasource.write.hive_style_partitioning", "true")
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .start(args.path)
+    )  # fmt: skip
+    query.awaitTermination()
+    query.stop()
+    elapsed = time.monotonic() - started
+    spark.stop()
 
     from hudi import HudiTableBuilder
 
     import hoodie_sink
 
     table = HudiTableBuilder.from_base_uri(args.path).build()
-    rs_rows = sum(b.num_rows for b in table.read())
-    ours = hoodie_sink.read(args.path, columns=["trip_id"])
-    distinct = len(set(ours.column("trip_id").to_pylist()))
+    got = pa.Table.from_batches(table.read())
+    ours = hoodie_sink.read(args.path, columns=["trip_id", "fare", "ts"])
+    rs_rows = {r["trip_id"]: (r["fare"], r["ts"]) for r in got.select(["trip_id", "fare", "ts"]).to_pylist()}
+    our_rows = {r["trip_id"]: (r["fare"], r["ts"]) for r in ours.to_pylist()}
+    want = {k: (v["fare"], v["ts"]) for k, v in model.items()}
     commits = table.get_timeline().get_completed_commits()
     files = sum(1 for root, _, names in os.walk(args.path) if ".hoodie" not in root for n in names if n.endswith(".parquet"))
-    ok = rs_rows == sent and ours.num_rows == sent and distinct == sent
+    ok = rs_rows == want and our_rows == want and got.num_rows == len(want)
+    sent = args.batches * args.rows
     print(
-        f"summary: sent {sent:,} rows; hudi-rs reads {rs_rows:,}, hoodie_sink reads {ours.num_rows:,} "
-        f"({distinct:,} distinct keys); {len(commits)} commits, {files} base files -> {'OK' if ok else 'MISMATCH'}"
+        f"summary: {sent:,} changes in {elapsed:.1f}s ({sent / elapsed:,.0f} rows/s); the stream implies "
+        f"{len(want):,} live trips; hudi-rs reads {got.num_rows:,}, hoodie_sink reads {ours.num_rows:,}; "
+        f"{len(commits)} commits, {files} base files -> {'OK: both readers match the stream' if ok else 'MISMATCH'}"
     )
-    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
 
 

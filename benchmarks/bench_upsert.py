@@ -300,30 +300,48 @@ class KindSampler(ProcessSampler):
 
 
 def spark_phases(spark, t_start_ms: int, t_end_ms: int) -> str:
-    """Stage times of the save() from the status store (works with the UI disabled)."""
+    """Stage times of the save() from Spark's status store (kept with the UI disabled too)."""
     try:
         store = spark.sparkContext._jsc.sc().statusStore()
-        seq = store.stageList(None)
-        spans = []
-        for i in range(seq.size()):
-            st = seq.apply(i)
-            sub, done = st.submissionTime(), st.completionTime()
-            if not sub.isDefined() or not done.isDefined():
+        jobs = store.jobsList(None)
+        spans: dict[int, tuple[int, int, int]] = {}
+        for i in range(jobs.size()):
+            job = jobs.apply(i)
+            sub = job.submissionTime()
+            if not sub.isDefined() or sub.get().getTime() < t_start_ms - 5:
                 continue
-            a, b = sub.get().getTime(), done.get().getTime()
-            if a >= t_start_ms - 5 and b <= t_end_ms + 5:
-                spans.append((a, b, int(st.numTasks())))
+            ids = job.stageIds()
+            for k in range(ids.size()):
+                st = store.lastStageAttempt(ids.apply(k))
+                a, b = st.submissionTime(), st.completionTime()
+                if a.isDefined() and b.isDefined():  # skipped stages have neither
+                    spans[st.stageId()] = (a.get().getTime(), b.get().getTime(), st.stageId(), st.attemptId())
         if not spans:
             return ""
-        spans.sort()
-        parts = [f"before stages {(spans[0][0] - t_start_ms) / 1000:.1f}"]
-        for j, (a, b, n) in enumerate(spans):
-            name = "write stage" if j == len(spans) - 1 else "scan/shuffle stage"
-            parts.append(f"{name} {(b - a) / 1000:.1f} ({n} tasks)")
-        parts.append(f"after (commit) {(t_end_ms - spans[-1][1]) / 1000:.1f}")
+        ordered = sorted(spans.values())
+        parts = [f"before the stages {(ordered[0][0] - t_start_ms) / 1000:.1f}"]
+        for j, (a, b, sid, att) in enumerate(ordered):
+            name = "write stage" if j == len(ordered) - 1 else "scan/shuffle stage"
+            tasks = store.taskList(sid, att, 1000)
+            per_task = []
+            for k in range(tasks.size()):
+                t = tasks.apply(k)
+                d = t.duration()
+                rows = (
+                    t.taskMetrics().get().shuffleReadMetrics().recordsRead()
+                    if t.taskMetrics().isDefined()
+                    else 0
+                )
+                per_task.append(
+                    f"{d.get() / 1000:.1f}" + (f"/{rows / 1000:.0f}k rows" if rows else "")
+                    if d.isDefined()
+                    else "?"
+                )
+            parts.append(f"{name} {(b - a) / 1000:.1f} (tasks {', '.join(per_task)})")
+        parts.append(f"after the stages (commit) {(t_end_ms - ordered[-1][1]) / 1000:.1f}")
         return "phases s: " + ", ".join(parts)
     except Exception as e:  # noqa: BLE001  the split is a nicety; never fail the run for it
-        return f"(no phase split: {type(e).__name__})"
+        return f"(no phase split: {type(e).__name__}: {str(e)[:120]})"
 
 
 @dataclass

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.table.reader import conform  # old rows in the incoming schema
 from hoodie_sink.table.schema import META_COLUMNS
 
 KEY, PART, ORDER, KIND = "_hk", "_hp", "_ho", "_hd"
@@ -125,7 +126,7 @@ def merge_file_group(
 
     change_data = changes.select(data_cols)
     if n_old:
-        old_data = _conform(old.select([c for c in data_cols if c in old.column_names]), change_data.schema)
+        old_data = conform(old.select([c for c in data_cols if c in old.column_names]), change_data.schema)
         both = pa.concat_tables([old_data, change_data])
         both_keys = pa.chunked_array(old.column(RECORD_KEY).chunks + inc_keys.chunks, pa.string())
         both_times = pa.chunked_array(
@@ -159,15 +160,3 @@ def merge_file_group(
 
 def _combined(a) -> pa.Array:
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
-
-
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Old rows in the incoming schema: columns added since are null, types widened."""
-    cols = []
-    for f in schema:
-        if f.name in table.column_names:
-            col = table.column(f.name)
-            cols.append(col if col.type == f.type else col.cast(f.type))
-        else:
-            cols.append(pa.nulls(table.num_rows, f.type))
-    return pa.Table.from_arrays(cols, schema=schema)

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieKeyError, HoodieTableError
+from hoodie_sink.table.arrow_util import as_strings
 
 BLOOM_FOOTER_KEY = "org.apache.hudi.bloomfilter"
 BLOOM_TYPE_CODE_KEY = "hoodie_bloom_filter_type_code"
@@ -76,17 +77,9 @@ def _i32(value: int) -> int:
 
 def _normalise(keys: KeysLike | Iterable[str]) -> pa.Array:
     """One contiguous utf8/large_utf8 array without nulls (Java throws NullPointerException on null keys)."""
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
-    elif not isinstance(keys, pa.Array):
-        keys = pa.array(list(keys), type=pa.string())
-    if pa.types.is_dictionary(keys.type):
-        keys = keys.dictionary_decode()
-    if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
-        if pa.types.is_string_view(keys.type):
-            keys = keys.cast(pa.large_string())
-        else:
-            raise TypeError(f"record keys must be an Arrow string array, got {keys.type}")
+    if isinstance(keys, pa.Array) and pa.types.is_null(keys.type) and len(keys):
+        raise HoodieKeyError(f"{len(keys)} null record key(s) given to the bloom filter.")
+    keys = as_strings(keys, "record keys")
     if keys.null_count:
         raise HoodieKeyError(
             f"{keys.null_count} null record key(s) given to the bloom filter. "

@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.table.arrow_util import as_strings
+
 _is_string_view = getattr(pa.types, "is_string_view", lambda _t: False)  # pyarrow >= 16
 
 NULL_RECORDKEY_PLACEHOLDER = "__null__"
@@ -49,19 +51,7 @@ StringsLike = pa.Array | pa.ChunkedArray
 
 def _as_utf8(values: StringsLike, what: str = "values") -> pa.Array:
     """One contiguous string/large_string array (nulls allowed)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    elif not isinstance(values, pa.Array):
-        values = pa.array(list(values), type=pa.string())
-    if pa.types.is_dictionary(values.type):
-        values = values.dictionary_decode()
-    if _is_string_view(values.type):
-        values = values.cast(pa.large_string())
-    if pa.types.is_null(values.type):
-        values = values.cast(pa.string())
-    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-        raise TypeError(f"{what} must be an Arrow string array, got {values.type}")
-    return values
+    return as_strings(values, what)
 
 
 def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

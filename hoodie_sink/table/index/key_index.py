@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_sink.errors import HoodieKeyError, HoodieTableError
+from hoodie_sink.table.arrow_util import as_strings
 from hoodie_sink.table.file_group import BaseFile
 from hoodie_sink.table.index.bloom import (
     BLOOM_FOOTER_KEY,
@@ -309,19 +310,7 @@ def read_record_keys(storage: Storage, rel_path: str) -> pa.Array:
 
 def _as_string(values: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     """One contiguous pa.string() array (the type both join sides must share)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    elif not isinstance(values, pa.Array):
-        values = pa.array(list(values), type=pa.string())
-    if pa.types.is_dictionary(values.type):
-        values = values.dictionary_decode()
-    if pa.types.is_null(values.type):
-        values = values.cast(pa.string())
-    if pa.types.is_large_string(values.type) or _is_string_view(values.type):
-        values = values.cast(pa.string())
-    if not pa.types.is_string(values.type):
-        raise TypeError(f"{what} must be an Arrow string array, got {values.type}")
-    return values
+    return as_strings(values, what, large_ok=False)
 
 
 def _parallel(fn: Callable[[Any], Any], items: list) -> list:

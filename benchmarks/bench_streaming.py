@@ -41,6 +41,7 @@ number of completed commits.  See README.md.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -55,7 +56,7 @@ from datetime import datetime
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # benchmarks/ is not a package: the scripts run as files and import their sibling directly.
-from common import (  # noqa: E402
+from common import (
     CITIES,
     MiB,
     ProcessSampler,
@@ -129,7 +130,9 @@ def uuid_keys(ids):
 def city_index(ids):
     import numpy as np
 
-    return (_splitmix64(ids.astype(np.uint64) ^ np.uint64(0xC17C17)) % np.uint64(len(CITIES))).astype(np.int32)
+    return (_splitmix64(ids.astype(np.uint64) ^ np.uint64(0xC17C17)) % np.uint64(len(CITIES))).astype(
+        np.int32
+    )
 
 
 _POOLS: dict[str, object] = {}
@@ -196,7 +199,13 @@ def row_group_rows(batch_rows: int) -> int:
 
 
 def make_input(
-    root: str, workload: str, batch_rows: int, batches: int, update_fraction: float, seed_batches: int, seed: int
+    root: str,
+    workload: str,
+    batch_rows: int,
+    batches: int,
+    update_fraction: float,
+    seed_batches: int,
+    seed: int,
 ) -> StreamInput:
     import numpy as np
     import pyarrow.parquet as pq
@@ -305,7 +314,7 @@ class StderrTee:
                 if self.label is not None:
                     self.records.setdefault(self.label, {})[int(g[0])] = rec
         except Exception:  # noqa: BLE001  never let the pump die: a full pipe would block the JVM
-            pass
+            return
 
     def begin(self, label: str) -> None:
         with self._lock:
@@ -394,7 +403,9 @@ def stage_spans(spark, t0_ms: float, t1_ms: float) -> list[tuple[int, int, int]]
     return sorted(out)
 
 
-def batch_timings(progress: list, spans: list[tuple[int, int, int]], logs: dict[int, CommitLog]) -> list[BatchTiming]:
+def batch_timings(
+    progress: list, spans: list[tuple[int, int, int]], logs: dict[int, CommitLog]
+) -> list[BatchTiming]:
     out = []
     for p in progress:
         rows = int(p["numInputRows"])
@@ -458,9 +469,7 @@ class Bench:
     # -- one query
 
     def _query(self, sink: str, inp: StreamInput, out: str, ckpt: str):
-        df = (
-            self.spark.readStream.schema(SPARK_SCHEMA).option("maxFilesPerTrigger", 1).parquet(inp.src_dir)
-        )
+        df = self.spark.readStream.schema(SPARK_SCHEMA).option("maxFilesPerTrigger", 1).parquet(inp.src_dir)
         w = df.writeStream.option("checkpointLocation", ckpt).trigger(availableNow=True)
         if sink == "parquet":
             return lambda: w.format("parquet").option("path", out).start()
@@ -509,7 +518,9 @@ class Bench:
             if exc is not None:
                 raise RuntimeError(f"streaming query failed: {exc}")
             progress = list(q.recentProgress)
-            res.batches = batch_timings(progress, stage_spans(self.spark, t0_ms, t1_ms) if timed else [], logs)
+            res.batches = batch_timings(
+                progress, stage_spans(self.spark, t0_ms, t1_ms) if timed else [], logs
+            )
             res.rows_in = sum(b.rows for b in res.batches)
             st = dir_stats(out, metadata_dirs=(".hoodie", "_spark_metadata"))
             res.data_bytes, res.data_files = st.data_bytes, st.data_files
@@ -532,11 +543,8 @@ class Bench:
             res.error, res.ok = tb.strip().splitlines()[-1][:200], False
             self.failures.append(f"{sink} on {inp.workload} {inp.label}:\n{tb}")
             self.log(f"  {inp.workload:<6} {inp.label:>9} {sink:<18} FAILED: {res.error}")
-            try:
-                for q in self.spark.streams.active:
-                    q.stop()
-            except Exception:  # noqa: BLE001
-                pass
+            for q in self.spark.streams.active:
+                q.stop()
         finally:
             shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(ckpt, ignore_errors=True)
@@ -568,7 +576,7 @@ class Bench:
         return inp
 
     def input_tasks(self, inp: StreamInput) -> int:
-        first = os.path.join(inp.src_dir, sorted(os.listdir(inp.src_dir))[0])
+        first = os.path.join(inp.src_dir, min(os.listdir(inp.src_dir)))
         return self.spark.read.schema(SPARK_SCHEMA).parquet(first).rdd.getNumPartitions()
 
     def warm_up(self) -> None:
@@ -601,7 +609,7 @@ class Bench:
 
 
 def _ms(v: float | None) -> str:
-    return "-" if v is None or v != v else f"{v:,.0f}"
+    return "-" if v is None or math.isnan(v) else f"{v:,.0f}"
 
 
 def _best(runs: list[Run]) -> Run | None:
@@ -625,7 +633,9 @@ def throughput_rows(runs: list[Run]) -> list[dict[str, str]]:
         best = _best(rs)
         ref = _best(next((g[2] for g in groups if g[0] is inp and g[1] == "parquet"), []))
         if best is None:
-            rows.append({"workload": inp.workload, "batches x rows": inp.label, "sink": sink, "wall s": "FAILED"})
+            rows.append(
+                {"workload": inp.workload, "batches x rows": inp.label, "sink": sink, "wall s": "FAILED"}
+            )
             continue
         m = [b.trigger_ms for r in rs if not r.error for b in r.measured()]
         ratio = best.rows_per_s / ref.rows_per_s if ref and sink != "parquet" else None
@@ -659,7 +669,14 @@ def latency_rows(runs: list[Run]) -> list[dict[str, str]]:
     for inp, sink, rs in sorted(groups, key=lambda g: (g[0].batch_rows, g[0].workload)):
         r = rs[0]
         if r.error:
-            rows.append({"rows/batch": human_rows(inp.batch_rows), "workload": inp.workload, "sink": sink, "p50 ms": "FAILED"})
+            rows.append(
+                {
+                    "rows/batch": human_rows(inp.batch_rows),
+                    "workload": inp.workload,
+                    "sink": sink,
+                    "p50 ms": "FAILED",
+                }
+            )
             continue
         m = r.measured()
         trig = [b.trigger_ms for b in m]
@@ -668,7 +685,8 @@ def latency_rows(runs: list[Run]) -> list[dict[str, str]]:
         p50 = percentile(trig, 0.5)
         stage = [b.stage_ms for b in m if b.stage_ms is not None]
         commit = [b.commit_ms for b in m if b.commit_ms is not None]
-        rest = [b.trigger_ms - (b.stage_ms or 0) - (b.commit_ms or 0) for b in m if b.stage_ms is not None]
+        in_add = [b.add_batch_ms - b.stage_ms - (b.commit_ms or 0) for b in m if b.stage_ms is not None]
+        outside = [b.trigger_ms - b.add_batch_ms for b in m]
         tasks = sorted({b.tasks for b in m if b.tasks is not None})
         rows.append({
             "rows/batch": human_rows(inp.batch_rows),
@@ -679,12 +697,13 @@ def latency_rows(runs: list[Run]) -> list[dict[str, str]]:
             "p95 ms": _ms(percentile(trig, 0.95)),
             "max ms": _ms(max(trig) if trig else None),
             "p50 x parquet": f"{p50 / ref_p50:.2f}" if ref_p50 and sink != "parquet" else "-",
-            "rows/s at p50": f"{inp.batch_rows / p50 * 1000:,.0f}" if p50 == p50 and p50 else "-",
+            "rows/s at p50": f"{inp.batch_rows / p50 * 1000:,.0f}" if p50 and not math.isnan(p50) else "-",
             "addBatch p50": _ms(percentile([b.add_batch_ms for b in m], 0.5) if m else None),
             "stage p50": _ms(percentile(stage, 0.5) if stage else None),
             "tasks": ",".join(map(str, tasks)) or "-",
             "commit p50": _ms(percentile(commit, 0.5) if commit else None),
-            "rest p50": _ms(percentile(rest, 0.5) if rest else None),
+            "addBatch rest p50": _ms(percentile(in_add, 0.5) if in_add else None),
+            "outside addBatch p50": _ms(percentile(outside, 0.5) if outside else None),
             "wall s": f"{r.wall_s:.1f}",
             "others %": f"{100 * r.probe.other_share(CPUS):.0f}" if r.probe else "-",
         })  # fmt: skip
@@ -700,9 +719,10 @@ def commit_detail(runs: list[Run]) -> list[str]:
         parts = []
         for b in r.batches:
             parts.append(
-                f"{b.batch_id}:{b.trigger_ms / 1000:.2f}s"
-                + (f"(stage {b.stage_ms / 1000:.2f}" if b.stage_ms is not None else "(")
-                + (f", commit {b.commit_ms / 1000:.2f})" if b.commit_ms is not None else ")")
+                f"{b.batch_id}:{b.trigger_ms / 1000:.2f}s(addBatch {b.add_batch_ms / 1000:.2f}"
+                + (f", stage {b.stage_ms / 1000:.2f}" if b.stage_ms is not None else "")
+                + (f", commit {b.commit_ms / 1000:.2f}" if b.commit_ms is not None else "")
+                + ")"
             )
         lines.append(f"{r.part} {r.inp.workload} {r.inp.label} {r.sink}: " + " ".join(parts))
     return lines
@@ -728,12 +748,16 @@ def print_report(bench: Bench) -> None:
             "batches = measured/all; p50 x parquet = this p50 / parquet-sink p50 on the same input; addBatch = "
             "Spark's durationMs.addBatch (write job + sink commit); stage = the batch's Spark stage(s) from "
             "the status store (the write tasks; tasks = their count); commit = the hoodie sink's own commit "
-            "time (its log line); rest = triggerExecution - stage - commit (planning, offset/commit logs, "
-            "starting the sink's Python commit process, ...)."
+            "time (its log line); addBatch rest = addBatch - stage - commit (job scheduling, and for hoodie the "
+            "Python commit process: start or reuse, unpickling, loading the write context; for parquet its "
+            "whole commit: _spark_metadata log); outside addBatch = triggerExecution - addBatch (Spark's own "
+            "per-batch work: file listing, offset log, planning, commit log)."
         )
     detail = commit_detail(runs)
     if detail:
-        print("\nPer batch (triggerExecution, write stage, hoodie commit), hoodie queries:")
+        print(
+            "\nPer batch (batch id: triggerExecution s (addBatch, write stage, hoodie commit)), hoodie queries:"
+        )
         for line in detail:
             print("  " + line)
 
@@ -751,17 +775,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="streaming benchmark: writeStream.format('hoodie') vs the parquet streaming sink",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ap.add_argument("--throughput", default="500000x10", help="ROWSxBATCHES of the throughput part ('' = skip)")
+    ap.add_argument(
+        "--throughput", default="500000x10", help="ROWSxBATCHES of the throughput part ('' = skip)"
+    )
     ap.add_argument(
         "--latency", nargs="*", default=["10000x10", "100000x10", "1000000x5"],
         help="ROWSxBATCHES sizes of the latency part (none = skip)",
     )  # fmt: skip
-    ap.add_argument("--repeat", type=int, default=1, help="queries per sink in the throughput part (best shown)")
-    ap.add_argument("--quick", action="store_true", help="smoke test: throughput 20000x4, latency 5000x4 20000x4")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="queries per sink in the throughput part (best shown)"
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke test: throughput 20000x4, latency 5000x4 20000x4"
+    )
     ap.add_argument("--update-fraction", type=float, default=0.1, help="share of updates in an upsert batch")
-    ap.add_argument("--seed-batches", type=int, default=1, help="batches of rows in the upsert table before the stream")
+    ap.add_argument(
+        "--seed-batches", type=int, default=1, help="batches of rows in the upsert table before the stream"
+    )
     ap.add_argument("--seed", type=int, default=42, help="random seed of the generated input")
-    ap.add_argument("--output-dir", default=None, help="parent of the scratch dir (default: a temp dir under /tmp)")
+    ap.add_argument(
+        "--output-dir", default=None, help="parent of the scratch dir (default: a temp dir under /tmp)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir afterwards")
     ap.add_argument("--driver-memory", default="6g", help="spark.driver.memory")
     ap.add_argument("--sample-interval", type=float, default=0.5, help="seconds between /proc samples")
@@ -796,7 +830,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"scratch={scratch}")  # fmt: skip
             print(f"pyspark {pyspark.__version__}, pyarrow {pyarrow.__version__}, python {sys.version.split()[0]}, "
                   f"{CPUS} CPUs, load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
-            print(f"spark: master={settings.master}, " + ", ".join(f"{k}={v}" for k, v in sorted(settings.conf().items())))
+            print(
+                f"spark: master={settings.master}, "
+                + ", ".join(f"{k}={v}" for k, v in sorted(settings.conf().items()))
+            )
             print(jvm_info(spark).describe())
             print(f"hoodie_sink: {source_version(REPO_DIR)}")
             print(f"source: readStream.parquet, maxFilesPerTrigger=1, trigger availableNow; upsert batches "

@@ -48,6 +48,7 @@ import os
 import pstats
 import re
 import shutil
+import signal
 import sys
 import time
 import traceback
@@ -390,7 +391,8 @@ class Bench:
         ).save(self.warm_dir)
         self.last_python_use = time.monotonic()
 
-    def _timed(self, fn: Callable[[], object], spark_run: bool) -> tuple[float, RunProbe, dict, object]:
+    def _timed(self, fn: Callable[[], object], spark_run: bool) -> tuple[float, RunProbe, dict, object, int]:
+        """(seconds, probe, RSS by worker kind, fn's value, epoch ms at the start of fn)."""
         args = self.args
         note = ""
         if args.wait_idle > 0:
@@ -401,6 +403,7 @@ class Bench:
             self._keep_workers_warm()
         settle(self.spark)
         with KindSampler(args.sample_interval) as sampler:
+            t_start_ms = int(time.time() * 1000)
             t0 = time.perf_counter()
             out = fn()
             seconds = time.perf_counter() - t0
@@ -408,7 +411,7 @@ class Bench:
             self.last_python_use = time.monotonic()
         if note:
             self.log("   " + note.strip())
-        return seconds, sampler.probe, sampler.by_kind, out
+        return seconds, sampler.probe, sampler.by_kind, out, t_start_ms
 
     def run(
         self, res: Result, pristine: str, fn: Callable[[str], object], expect_rows: int, expect_updated: int
@@ -420,9 +423,8 @@ class Bench:
         for attempt in range(self.args.contended_retries + 1):
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(pristine, out)
-            t_start_ms = int(time.time() * 1000)
             try:
-                seconds, probe, by_kind, value = self._timed(lambda: fn(out), spark_run)
+                seconds, probe, by_kind, value, t_start_ms = self._timed(lambda: fn(out), spark_run)
             except Exception:  # noqa: BLE001  a failing hoodie write is reported, the run goes on
                 res.error = traceback.format_exc()
                 self.failures.append(
@@ -434,7 +436,7 @@ class Bench:
                 self.results.append(res)
                 shutil.rmtree(out, ignore_errors=True)
                 return res
-            t_end_ms = int(time.time() * 1000)
+            t_end_ms = t_start_ms + int(seconds * 1000)
             contended = probe.other_share(CPUS) >= self.args.busy_threshold
             if not contended or attempt == self.args.contended_retries:
                 break
@@ -838,6 +840,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # `kill <pid>` then still stops Spark and removes the scratch dir (the finally blocks run)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     import deltalake
     import pyarrow
     import pyspark

@@ -133,6 +133,7 @@ class UpsertTask:
         for key in list(self._buckets):
             self._flush_bucket(key)
         check_test_failure(self.ctx, self.task)
+        pa.default_memory_pool().release_unused()  # idle workers need not keep the peak
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
         return self.result
 

@@ -127,6 +127,7 @@ class InsertTask:
                 self.flush()
         self.flush()
         check_test_failure(self.ctx, self.task)
+        pa.default_memory_pool().release_unused()  # idle workers need not keep the peak
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
         return self.result
 

@@ -113,6 +113,7 @@ class UpsertTask:
         self._bucket_bytes: dict[tuple[str, str], int] = {}
         self._buffered = 0
         self._claimed: set[str] = set()
+        self._contended: set[str] = set()  # file groups another task also changes
         self._written: set[str] = set()  # file groups this task already wrote a version of
         self._prefix = new_file_id_prefix()
         self._next_file = 0
@@ -178,6 +179,8 @@ class UpsertTask:
             if dels is not None and dels.num_rows:
                 self._log_inserted_keys(dels, np.full(dels.num_rows, None, dtype=object))
         for key, rows in assignment.buckets.items():
+            if not key[1].startswith(Assignment.NEW) and not self.append_only:
+                self._claim_early(key[1])
             self._buckets.setdefault(key, []).append(rows)
             self._bucket_bytes[key] = self._bucket_bytes.get(key, 0) + rows.nbytes
             self._buffered += rows.nbytes
@@ -194,6 +197,19 @@ class UpsertTask:
             return True
         return False
 
+    def _claim_early(self, fid: str) -> None:
+        """Claim a file group as soon as a change for it is tagged, not when it is flushed: a
+        task that loses the claim marks the file group contended right away, so its owner, which
+        usually flushes at the end, stages instead of merging a version the commit would redo."""
+        if fid in self._claimed or fid in self._contended:
+            return
+        if not self._try_claim(fid):
+            self._contended.add(fid)
+            self.storage.create_if_absent(claim_path(self.ctx.instant, fid) + ".contended")
+
+    def _is_contended(self, fid: str) -> bool:
+        return fid in self._contended or self.storage.exists(claim_path(self.ctx.instant, fid) + ".contended")
+
     # -- flushing ------------------------------------------------------------------------
     def _flush_bucket(self, key: tuple[str, str]) -> None:
         parts = self._buckets.pop(key, [])
@@ -207,7 +223,7 @@ class UpsertTask:
         self._flushes += 1
         if bucket.startswith(Assignment.NEW):
             self._write_new(partition_path, changes)
-        elif self._try_claim(bucket):
+        elif self._try_claim(bucket) and (self.append_only or not self._is_contended(bucket)):
             self._merge_in_task(partition_path, bucket, changes)
         else:
             self._stage(partition_path, bucket, changes)

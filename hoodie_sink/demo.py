@@ -55,7 +55,10 @@ def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, 
                 model.pop(key, None)
             else:
                 model[key] = rec
-        pq.write_table(pa.Table.from_pylist(out, schema=SCHEMA), os.path.join(src, f"changes-{b:05d}.parquet"))
+        path = os.path.join(src, f"changes-{b:05d}.parquet")
+        pq.write_table(pa.Table.from_pylist(out, schema=SCHEMA), path)
+        # Spark's file source takes the oldest files first (by modification time): keep stream order
+        os.utime(path, (1_700_000_000 + b, 1_700_000_000 + b))
     return model
 
 

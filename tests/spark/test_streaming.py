@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -35,7 +36,10 @@ def cdc_files(src: Path, batches: int, seed: int = 0, rows=(5, 60)) -> list[list
             deleted = i in live and rng.random() < 0.15
             rows_b.append({"id": i, "city": "abc"[i % 3], "ts": ts, "fare": float(ts), "_hoodie_is_deleted": deleted})
             (live.discard if deleted else live.add)(i)
-        pq.write_table(pa.Table.from_pylist(rows_b, schema=SCHEMA), src / f"part-{b:05d}.parquet")
+        f = src / f"part-{b:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows_b, schema=SCHEMA), f)
+        # Spark's file source takes files oldest first by modification time: make the order strict
+        os.utime(f, (1_700_000_000 + b, 1_700_000_000 + b))
         out.append(rows_b)
     return out
 
@@ -105,8 +109,11 @@ def test_task_retry_inside_a_micro_batch_leaves_no_duplicates(spark, tmp_path):
     for f in sorted(src.glob("*.parquet")):
         t = pq.read_table(f)
         half = t.num_rows // 2
-        pq.write_table(t.slice(0, half), f.with_name(f.stem + "-a.parquet"))
-        pq.write_table(t.slice(half), f.with_name(f.stem + "-b.parquet"))
+        mtime = f.stat().st_mtime
+        for suffix, part in (("-a", t.slice(0, half)), ("-b", t.slice(half))):
+            g = f.with_name(f.stem + suffix + ".parquet")
+            pq.write_table(part, g)
+            os.utime(g, (mtime, mtime))
         f.unlink()
     df = spark.readStream.schema(_spark_schema(spark)).option("maxFilesPerTrigger", 2).parquet(str(src))
     q = (

@@ -778,9 +778,10 @@ def summarise_profile(prof: cProfile.Profile, top: int = 22) -> str:
 
     def name(key: tuple[str, int, str]) -> str:
         file, line, fn = key
-        for marker in ("site-packages/", REPO_DIR + os.sep):
-            if marker in file:
-                file = file.split(marker, 1)[1]
+        if f"{os.sep}hoodie_sink{os.sep}" in file:  # the checkout or the snapshot of it
+            file = "hoodie_sink" + file.rsplit(f"{os.sep}hoodie_sink", 1)[1]
+        elif "site-packages/" in file:
+            file = file.split("site-packages/", 1)[1]
         return f"{fn} ({file}:{line})" if file != "~" else fn
 
     by_own = sorted(entries.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
@@ -829,13 +830,49 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--contended-retries", type=int, default=1, help="re-runs of a run others made busy")
     ap.add_argument("--no-verify", action="store_true", help="skip the read-back checks")
     ap.add_argument("--profile", action="store_true", help="part 2: one extra engine write under cProfile")
+    ap.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="import hoodie_sink live from the checkout (default: a copy taken at start, see snapshot_code)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.rows = [200_000]
         args.scaling_batch = 20_000
+    if args.output_dir:
+        args.output_dir = os.path.abspath(args.output_dir)  # the run changes directory
     args.parts = {int(p) for p in args.parts.split(",") if p.strip()}
     args.key_partitioning = [c.strip() for c in args.key_partitioning.split(",") if c.strip()]
     return args
+
+
+def snapshot_code(scratch: str) -> str:
+    """Copy hoodie_sink (and the pyspark_hoodie auto-registration module) into the scratch dir and
+    put the copy first on the driver's sys.path and on PYTHONPATH, which Spark passes on to its
+    Python workers.  Other people edit the checkout while a run takes half an hour, and Spark
+    workers started later would import their edits: with the copy, every run measures one version."""
+    dst = os.path.join(scratch, "code")
+    shutil.copytree(
+        os.path.join(REPO_DIR, "hoodie_sink"),
+        os.path.join(dst, "hoodie_sink"),
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    shutil.copy2(os.path.join(REPO_DIR, "pyspark_hoodie.py"), dst)
+    sys.path.insert(0, dst)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = dst + (os.pathsep + old if old else "")
+    return dst
+
+
+def worker_hoodie_file(spark) -> str:
+    """Where a Spark Python worker imports hoodie_sink from (checks the snapshot is used)."""
+
+    def where(_):
+        import hoodie_sink
+
+        yield hoodie_sink.__file__
+
+    return spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -848,10 +885,19 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = SparkSettings(driver_memory=args.driver_memory)
     started = time.perf_counter()
-    spark = build_spark(settings, "bench_upsert")
     bench: Bench | None = None
-    try:
-        with scratch_dir(args.output_dir, "bench_upsert_", keep=args.keep) as scratch:
+    with scratch_dir(args.output_dir, "bench_upsert_", keep=args.keep) as scratch:
+        version = source_version(REPO_DIR)
+        code = None if args.no_snapshot else snapshot_code(scratch)
+        # Spark's Python workers run `python -m pyspark.daemon` in the JVM's working directory,
+        # which therefore comes first on their sys.path: start the JVM in the scratch dir, or a
+        # run started from the checkout imports the live hoodie_sink/ next to it after all.
+        cwd = os.getcwd()
+        os.chdir(scratch)
+        spark = build_spark(settings, "bench_upsert")  # after the snapshot: the JVM inherits PYTHONPATH
+        try:
+            import hoodie_sink
+
             print(
                 f"bench_upsert: rows={[human_rows(n) for n in args.rows]} parts={sorted(args.parts)} scratch={scratch}"
             )
@@ -864,20 +910,25 @@ def main(argv: list[str] | None = None) -> int:
                 + ", ".join(f"{k}={v}" for k, v in sorted(settings.conf().items()))
             )
             print(jvm_info(spark).describe())
-            print(f"hoodie_sink: {source_version(REPO_DIR)}")
+            print(
+                f"hoodie_sink: {version}"
+                + (f"; snapshot {code} (driver imports {hoodie_sink.__file__}, workers {worker_hoodie_file(spark)})"
+                   if code else f"; no snapshot: imported live from {hoodie_sink.__file__}")
+            )  # fmt: skip
             print(f"options: {hoodie_options('upsert')}")
             bench = Bench(args, spark, scratch)
             bench.warm_up()
             largest = max(args.rows)
             for n in args.rows:
                 bench.run_size(n, memory_run=(n == largest))
-    finally:
-        try:
-            spark.stop()
         finally:
-            if bench is not None:
-                bench.report()
-            print(f"total wall time {time.perf_counter() - started:.0f} s")
+            try:
+                spark.stop()
+            finally:
+                os.chdir(cwd)
+                if bench is not None:
+                    bench.report()
+                print(f"total wall time {time.perf_counter() - started:.0f} s")
     if bench is not None and bench.failures:
         print("\nFAILURES:\n" + "\n".join(bench.failures), file=sys.stderr)
         return 1

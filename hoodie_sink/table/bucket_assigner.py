@@ -42,7 +42,6 @@ class BucketAssigner:
         self.try_claim = try_claim
         self.index_type = cfg.index_type
         self.update_partition_path = cfg.update_partition_path
-        self.per_file = max(1, cfg.max_file_size // max(ctx.avg_record_size, 1))
         self.small: dict[str, list[tuple[str, int]]] = {}  # partition -> [(file id, capacity)]
         for bf in sorted(ctx.base_files, key=lambda b: b.size):
             if 0 < bf.size < cfg.small_file_limit:

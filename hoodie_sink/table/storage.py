@@ -178,6 +178,16 @@ class Storage:
             raise
 
     def delete_dir(self, rel: str) -> None:
-        info = self.fs.get_file_info(self.full(rel))
-        if info.type == pafs.FileType.Directory:
-            self.fs.delete_dir(self.full(rel))
+        """Delete a directory tree if present.  Another process may be deleting (or still
+        writing into) the same tree: a vanished entry is retried, not an error."""
+        for attempt in range(3):
+            info = self.fs.get_file_info(self.full(rel))
+            if info.type != pafs.FileType.Directory:
+                return
+            try:
+                self.fs.delete_dir(self.full(rel))
+                return
+            except (FileNotFoundError, OSError) as e:
+                if attempt == 2 or not isinstance(e, FileNotFoundError) and "no such file" not in str(e).lower() \
+                        and "not empty" not in str(e).lower():
+                    raise

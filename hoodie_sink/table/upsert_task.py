@@ -192,7 +192,9 @@ class UpsertTask:
     def _try_claim(self, fid: str) -> bool:
         if fid in self._claimed:
             return fid not in self._written
-        if self.storage.create_if_absent(claim_path(self.ctx.instant, fid), self.task.token.encode()):
+        claim = claim_path(self.ctx.instant, fid)
+        if self.storage.create_if_absent(claim, self.task.token.encode()):
+            self.guard.wrote(claim)
             self._claimed.add(fid)
             return True
         return False
@@ -205,7 +207,9 @@ class UpsertTask:
             return
         if not self._try_claim(fid):
             self._contended.add(fid)
-            self.storage.create_if_absent(claim_path(self.ctx.instant, fid) + ".contended")
+            contended = claim_path(self.ctx.instant, fid) + ".contended"
+            self.storage.create_if_absent(contended)
+            self.guard.wrote(contended)
 
     def _is_contended(self, fid: str) -> bool:
         return fid in self._contended or self.storage.exists(claim_path(self.ctx.instant, fid) + ".contended")
@@ -260,6 +264,7 @@ class UpsertTask:
         rel = f"{staging_dir(self.ctx.instant)}/{fid}/{self.task.token}-{self._flushes}.parquet"
         with self.storage.open_output(rel) as out:
             pq.write_table(changes, out, compression="lz4")
+        self.guard.wrote(rel)
         staged = StagedChanges(partition_path, fid, rel, changes.num_rows, owner)
         (self.result.owned if owner else self.result.staged).append(staged)
 
@@ -299,6 +304,7 @@ class UpsertTask:
         rel = f"{marker_dir(self.ctx.instant)}/inserted/{self.task.token}-{self._logs}.parquet"
         with self.storage.open_output(rel) as out:
             pq.write_table(pa.table(cols), out, compression="lz4")
+        self.guard.wrote(rel)
         self.result.inserted_key_logs.append(rel)
 
 

@@ -30,7 +30,6 @@ from hoodie_sink.table.markers import CREATE, create_marker
 from hoodie_sink.table.metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.partition_metadata import ensure_partition_metadata
 from hoodie_sink.table.schema import META_COLUMNS
-from hoodie_sink.table.services.rollback import delete_files
 from hoodie_sink.table.storage import Storage
 
 COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
@@ -183,10 +182,9 @@ class BaseFileWriter:
         self._writer.add_key_value_metadata(footer)
         self._writer.close()
         self._sink.close()
-        if self.guard is not None and not self.guard.alive():
+        if self.guard is not None:
             # Finished after the write was aborted or committed without us: remove our file.
-            delete_files(self.storage, [self.rel_path])
-            self.guard.check()
+            self.guard.wrote(self.rel_path)
         size = self.storage.size(self.rel_path)
         elapsed = int((time.monotonic() - self._started) * 1000)
         return WriteStat(
@@ -211,6 +209,10 @@ class BaseFileWriter:
             self._writer.close()
         finally:
             self._sink.close()
+            if self.guard is not None and not self.guard.alive():
+                # The instant ended while we failed: its abort swept already, nobody will
+                # come back for this file.
+                self.storage.delete(self.rel_path)
 
 
 def _arange(start: int, n: int) -> pa.Array:

@@ -125,6 +125,9 @@ OPTIONS: tuple[Option, ...] = (
            doc="Flush a task's buffered records when they pass this many bytes (default 256 MiB)."),
     Option("hoodie.write.buffer.bucket.max.bytes", "bucket_buffer_bytes", _int,
            doc="Flush one bucket (file group) when its buffered records pass this many bytes (default 64 MiB)."),
+    Option("hoodie.write.merge.threads", "merge_threads", _int,
+           doc="Threads per task (and at the commit) that merge and write file groups at the end of a "
+               "write (default: the machine's cores, at most 4); each holds one file group in memory."),
     Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket")),
     Option("hoodie.bloom.index.update.partition.path", "update_partition_path", _bool),
     Option("hoodie.bucket.index.num.buckets", "num_buckets", _int),
@@ -211,6 +214,7 @@ class WriteConfig:
     bloom_max_entries: int = 100000
     task_buffer_bytes: int = 256 * MiB
     bucket_buffer_bytes: int = 64 * MiB
+    merge_threads: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))
     index_type: str = "bloom"
     update_partition_path: bool = False
     num_buckets: int = 4

@@ -39,7 +39,7 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
     cfg = WriteConfig.from_options(options, path=path)
     ctx = commit.begin(cfg, schema, overwrite=(mode == "overwrite"))
     try:
-        result = write_path.write_task(ctx, TaskIdentity(), batches)
+        result = write_path.write_task(ctx, TaskIdentity(only_task=True), batches)
         return write_path.complete(ctx, [result])
     except BaseException:
         commit.abort(ctx, settle_seconds=0)  # one process: no straggling tasks

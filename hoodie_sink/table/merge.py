@@ -41,6 +41,8 @@ def reduce_changes(changes: pa.Table, precombine: str | None) -> pa.Table:
     """Keep one change per record key: the winner of the ordering rule."""
     if changes.num_rows <= 1:
         return changes
+    if pc.count_distinct(changes.column(KEY), mode="all").as_py() == changes.num_rows:
+        return changes  # one change per key already (the common case): no sort needed
     sort_keys = [(KEY, "ascending")]
     if precombine:
         sort_keys.append((precombine, "descending", "at_end"))
@@ -67,6 +69,11 @@ class MergeResult:
     num_inserts: int
     num_deletes: int
     num_missing_deletes: int
+
+    @property
+    def inserted_keys(self) -> pa.Array:
+        """Keys new to the file group (the old version's bloom filter lacks them): inserts go last."""
+        return self.keys.slice(len(self.keys) - self.num_inserts)
 
 
 def merge_file_group(

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.file_group import BaseFile
+from hoodie_sink.table.index.key_index import cached_bloom
 from hoodie_sink.table.markers import MERGE
 from hoodie_sink.table.merge import (
     COMMIT_SEQNO,
@@ -55,18 +56,19 @@ class Reconciliation:
     extra: dict = field(default_factory=dict)
 
 
-def reconcile(ctx: WriteContext, results: list, threads: int = 4) -> Reconciliation:
+def reconcile(ctx: WriteContext, results: list, threads: int | None = None) -> Reconciliation:
     storage = ctx.storage
     stats = [s for r in results for s in r.write_stats]
     out = Reconciliation(stats=stats, missing_deletes=sum(getattr(r, "num_missing_deletes", 0) for r in results))
     contended = {st.file_id for r in results for st in getattr(r, "staged", [])}
-    changes: dict[tuple[str, str], list[pa.Table]] = {}
+    # Staged change sets are read by the job that merges their file group, not up front: the
+    # commit holds at most `merge_threads` file groups' changes at a time.
+    changes: dict[tuple[str, str], list[str]] = {}
     for r in results:
         for st in getattr(r, "staged", []) + getattr(r, "owned", []):
             if st.file_id not in contended:
                 continue  # the owner's merge is final: nobody else touched this file group
-            with storage.open_input_file(st.path) as f:
-                changes.setdefault((st.partition_path, st.file_id), []).append(pq.read_table(f))
+            changes.setdefault((st.partition_path, st.file_id), []).append(st.path)
             out.staged_rows += 0 if st.owner else st.rows
     logs = [p for r in results for p in getattr(r, "inserted_key_logs", [])]
     removals = _duplicate_insert_losers(ctx, logs) if logs else {}
@@ -83,7 +85,8 @@ def reconcile(ctx: WriteContext, results: list, threads: int = 4) -> Reconciliat
         return fid, *_rewrite(ctx, i, part, fid, changes.get(key), removals.get(key), latest.get(fid),
                               base_by_id.get(fid))  # fmt: skip
 
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+    threads = ctx.config.merge_threads if threads is None else threads
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(jobs)))) as pool:
         done = list(pool.map(lambda job: run(*job), enumerate(jobs)))
     replaced = {fid for fid, _, _ in done}
     out.stats = [s for s in stats if s.file_id not in replaced] + [stat for _, stat, _ in done]
@@ -95,7 +98,7 @@ def reconcile(ctx: WriteContext, results: list, threads: int = 4) -> Reconciliat
 
 
 def _rewrite(
-    ctx: WriteContext, i: int, part: str, fid: str, tables: list[pa.Table] | None, losers: set[str] | None,
+    ctx: WriteContext, i: int, part: str, fid: str, staged: list[str] | None, losers: set[str] | None,
     task_stat: WriteStat | None, old_bf: BaseFile | None,
 ) -> tuple[WriteStat, int]:  # fmt: skip
     """The final version of one file group: contended ones are merged again from the old base
@@ -105,30 +108,39 @@ def _rewrite(
     schema = file_schema(ctx.data_schema)
     precombine = ctx.config.precombine_field if ctx.config.operation != "delete" else None
     missing = 0
-    if tables:
+    if staged:
+        tables = []
+        for path in staged:
+            with storage.open_input_file(path) as f:
+                tables.append(pq.read_table(f))
         base = read_base_file(storage, old_bf.path, schema) if old_bf else None
         prev = old_bf.instant if old_bf else NULL_COMMIT
         reduced = reduce_changes(pa.concat_tables(tables, promote_options="permissive"), precombine)
+        del tables
         merged = merge_file_group(base, reduced, precombine, ctx.instant, i)
+        del base
         data, keys, times, seqnos = merged.data, merged.keys, merged.commit_times, merged.seqnos
         counts = (merged.num_updates, merged.num_inserts, merged.num_deletes)
         missing = merged.num_missing_deletes
+        seed = cached_bloom(storage, old_bf.path) if old_bf else None
+        new_keys = merged.inserted_keys if old_bf else None
     else:  # only duplicate removal, on the version a task wrote in this instant
         current = read_base_file(storage, task_stat.path, schema)
         prev = task_stat.prev_commit
         data = current.drop_columns(list(META_COLUMNS))
         keys, times, seqnos = (current.column(c).combine_chunks() for c in (RECORD_KEY, COMMIT_TIME, COMMIT_SEQNO))
         counts = (task_stat.num_update_writes, task_stat.num_inserts, task_stat.num_deletes)
+        seed, new_keys = cached_bloom(storage, task_stat.path), pa.array([], pa.string())
     if losers:
         keep = pc.invert(pc.is_in(keys, value_set=pa.array(sorted(losers), pa.string())))
         data, keys, times, seqnos = data.filter(keep), keys.filter(keep), times.filter(keep), seqnos.filter(keep)
         counts = (counts[0], counts[1] - len(losers), counts[2])
     writer = BaseFileWriter(
         storage, part, fid, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i, schema, ctx.avro_with_meta,
-        parquet_settings(ctx), prev_commit=prev, io_type=MERGE,
+        parquet_settings(ctx), prev_commit=prev, io_type=MERGE, seed_bloom=seed,
     )  # fmt: skip
     try:
-        writer.write(data, keys, times, seqnos, num_updates=counts[0])
+        writer.write(data, keys, times, seqnos, num_updates=counts[0], bloom_keys=new_keys)
         stat = writer.close()
     except BaseException:
         writer.abort()

@@ -1,8 +1,9 @@
 """The task side of upsert and delete: tag, assign to buckets, buffer, merge or stage.
 
 Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuffle):
-1. Incoming batches are keyed and collected until `TAG_ROWS` rows, then tagged in one
-   vectorised index lookup: each record is an update of an existing file group or an insert.
+1. Incoming batches are keyed and collected until `TAG_ROWS` rows or half the task's buffer
+   budget, then tagged in one vectorised index lookup (each lookup probes every candidate
+   file's keys once, so fewer, larger lookups are cheaper): each record is an update of an existing file group or an insert.
 2. The bucket assigner puts every record in a bucket: the file group holding its key, a small
    file group of its partition that this task claims for inserts, or a new file group.
 3. Buckets buffer records and flush when one passes its size, when the task's buffer passes
@@ -19,8 +20,10 @@ Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuff
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +35,7 @@ from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.bucket_assigner import Assignment, BucketAssigner
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.file_group import BaseFile, file_id, new_file_id_prefix
-from hoodie_sink.table.index.key_index import KeyIndex
+from hoodie_sink.table.index.key_index import KeyIndex, cached_bloom
 from hoodie_sink.table.instant_guard import InstantGuard
 from hoodie_sink.table.markers import MERGE, marker_dir
 from hoodie_sink.table.merge import (
@@ -59,7 +62,7 @@ from hoodie_sink.table.write_task import (
 from hoodie_sink.table.writers.base_file import BaseFileWriter, RollingBaseFileWriter, file_schema
 
 IS_DELETED = "_hoodie_is_deleted"
-TAG_ROWS = 200_000
+TAG_ROWS = 2_000_000
 
 
 @dataclass
@@ -107,6 +110,7 @@ class UpsertTask:
         self.result = UpsertResult(ctx.instant, task.partition_id, task.attempt_number)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
+        self._pending_bytes = 0  # untagged input, besides the bucket buffers: memory <= 1.5x budget
         self._row_base = task.partition_id << 40  # arrival order across tasks: (partition, row)
         self._rows_seen = 0
         self._buckets: dict[tuple[str, str], list[pa.Table]] = {}  # (partition, bucket id) -> changes
@@ -119,6 +123,7 @@ class UpsertTask:
         self._next_file = 0
         self._flushes = 0
         self._logs = 0
+        self._lock = threading.Lock()  # result lists and counters, shared by the final flush's threads
 
     # -- input ---------------------------------------------------------------------------
     def write(self, batches: Iterable[pa.RecordBatch]) -> UpsertResult:
@@ -127,12 +132,12 @@ class UpsertTask:
             if batch.num_rows:
                 self._pending.append(self._changes(batch))
                 self._pending_rows += batch.num_rows
+                self._pending_bytes += self._pending[-1].nbytes
                 self.result.num_records += batch.num_rows
-                if self._pending_rows >= TAG_ROWS:
+                if self._pending_rows >= TAG_ROWS or self._pending_bytes >= self.cfg.task_buffer_bytes // 2:
                     self._tag_pending()
         self._tag_pending()
-        for key in list(self._buckets):
-            self._flush_bucket(key)
+        self._flush_all()
         check_test_failure(self.ctx, self.task)
         pa.default_memory_pool().release_unused()  # idle workers need not keep the peak
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
@@ -161,7 +166,7 @@ class UpsertTask:
         if not self._pending:
             return
         changes = pa.concat_tables(self._pending)
-        self._pending, self._pending_rows = [], 0
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         if self.append_only:  # insert: no de-duplication, no lookup; small files first
             assignment = Assignment()
             self.assigner.assign_inserts(assignment, changes)
@@ -216,57 +221,86 @@ class UpsertTask:
 
     # -- flushing ------------------------------------------------------------------------
     def _flush_bucket(self, key: tuple[str, str]) -> None:
+        job = self._plan_flush(key, final=False)
+        if job is not None:
+            job()
+
+    def _flush_all(self) -> None:
+        """End of the task: every bucket flushes once.  The decisions (claims, flush numbers) are
+        taken here in order; the merges and writes run in a pool of `merge_threads`, since
+        pyarrow releases the GIL while it reads, takes and encodes.  Each running job holds one
+        file group (old version, changes, new version) in memory."""
+        jobs = [job for key in list(self._buckets) if (job := self._plan_flush(key, final=True)) is not None]
+        threads = min(max(1, self.cfg.merge_threads), len(jobs))
+        if threads <= 1:
+            for job in jobs:
+                job()
+            return
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hoodie-merge") as pool:
+            for future in [pool.submit(job) for job in jobs]:
+                future.result()  # the first failure fails the task (the others finish or fail too)
+
+    def _plan_flush(self, key: tuple[str, str], final: bool) -> Callable[[], None] | None:
+        """Take a bucket's changes out of the buffer and decide what to do with them."""
         parts = self._buckets.pop(key, [])
         self._buffered -= self._bucket_bytes.pop(key, 0)
         if not parts:
-            return
-        changes = pa.concat_tables(parts)
-        if not self.append_only:
-            changes = reduce_changes(changes, self.precombine)
+            return None
         partition_path, bucket = key
         self._flushes += 1
-        if bucket.startswith(Assignment.NEW):
-            self._write_new(partition_path, changes)
-        elif self._try_claim(bucket) and (self.append_only or not self._is_contended(bucket)):
-            self._merge_in_task(partition_path, bucket, changes)
-        else:
-            self._stage(partition_path, bucket, changes)
+        flush_no = self._flushes
 
-    def _merge_in_task(self, partition_path: str, fid: str, changes: pa.Table) -> None:
+        def changes() -> pa.Table:
+            table = pa.concat_tables(parts)
+            return table if self.append_only else reduce_changes(table, self.precombine)
+
+        if bucket.startswith(Assignment.NEW):
+            return lambda: self._write_new(partition_path, changes())
+        if self._try_claim(bucket) and (self.append_only or not self._is_contended(bucket)):
+            self._written.add(bucket)
+            # The changes are kept for a re-merge at the commit in case another task stages
+            # changes for this file group, unless no other writer exists and this is the task's
+            # last flush (the engine's single-task write).
+            keep = not self.append_only and not (final and self.task.only_task)
+            return lambda: self._merge_in_task(partition_path, bucket, changes(), flush_no, keep)
+        return lambda: self._stage(partition_path, bucket, changes(), flush_no)
+
+    def _merge_in_task(self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, keep: bool) -> None:
         old_bf = self.base_by_id.get(fid)
         old = read_base_file(self.storage, old_bf.path, self.file_schema) if old_bf else None
         merged = merge_file_group(
             old, changes, self.precombine, self.ctx.instant, self.task.partition_id, append_only=self.append_only
         )
-        self._written.add(fid)
-        self.result.num_missing_deletes += merged.num_missing_deletes
         writer = BaseFileWriter(
             self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,
             self.file_schema, self.ctx.avro_with_meta, self.settings,
             prev_commit=old_bf.instant if old_bf else "null", io_type=MERGE, guard=self.guard,
+            seed_bloom=cached_bloom(self.storage, old_bf.path) if old_bf else None,
         )  # fmt: skip
         try:
-            writer.write(merged.data, merged.keys, merged.commit_times, merged.seqnos, num_updates=merged.num_updates)
+            writer.write(merged.data, merged.keys, merged.commit_times, merged.seqnos, num_updates=merged.num_updates,
+                         bloom_keys=merged.inserted_keys if old_bf else None)  # fmt: skip
             stat = writer.close()
         except BaseException:
             writer.abort()
             raise
         stat.num_inserts = merged.num_inserts
         stat.num_deletes = merged.num_deletes
-        self.result.write_stats.append(stat)
-        if not self.append_only:
-            # Keep the owner's changes too: if other tasks stage changes for this file group, the
-            # commit re-merges all of them from the old base file under one ordering rule.
-            self._stage(partition_path, fid, changes, owner=True)
+        with self._lock:
+            self.result.num_missing_deletes += merged.num_missing_deletes
+            self.result.write_stats.append(stat)
+        if keep:
+            self._stage(partition_path, fid, changes, flush_no, owner=True)
 
-    def _stage(self, partition_path: str, fid: str, changes: pa.Table, owner: bool = False) -> None:
+    def _stage(self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, owner: bool = False) -> None:
         self.guard.check()
-        rel = f"{staging_dir(self.ctx.instant)}/{fid}/{self.task.token}-{self._flushes}.parquet"
+        rel = f"{staging_dir(self.ctx.instant)}/{fid}/{self.task.token}-{flush_no}.parquet"
         with self.storage.open_output(rel) as out:
             pq.write_table(changes, out, compression="lz4")
         self.guard.wrote(rel)
         staged = StagedChanges(partition_path, fid, rel, changes.num_rows, owner)
-        (self.result.owned if owner else self.result.staged).append(staged)
+        with self._lock:
+            (self.result.owned if owner else self.result.staged).append(staged)
 
     def _write_new(self, partition_path: str, changes: pa.Table) -> None:
         inserts = changes.filter(pc.equal(changes.column(KIND), UPSERT))
@@ -274,8 +308,9 @@ class UpsertTask:
             return
 
         def new_writer() -> BaseFileWriter:
-            fid = file_id(self._prefix, self._next_file)
-            self._next_file += 1
+            with self._lock:
+                fid = file_id(self._prefix, self._next_file)
+                self._next_file += 1
             return BaseFileWriter(
                 self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,
                 self.file_schema, self.ctx.avro_with_meta, self.settings, guard=self.guard,
@@ -288,7 +323,8 @@ class UpsertTask:
         except BaseException:
             writer.abort()
             raise
-        self.result.write_stats.extend(stats)
+        with self._lock:
+            self.result.write_stats.extend(stats)
         if not self.append_only and self.cfg.index_type != "bucket":
             # RollingBaseFileWriter fills files in row order: file k holds the next num_writes rows.
             fids = np.repeat(np.array([s.file_id for s in stats], dtype=object), [s.num_writes for s in stats])
@@ -296,16 +332,19 @@ class UpsertTask:
 
     def _log_inserted_keys(self, inserts: pa.Table, fids: np.ndarray) -> None:
         """Record (key, partition, order, file) of new keys for the commit's duplicate check."""
-        self._logs += 1
+        with self._lock:
+            self._logs += 1
+            log_no = self._logs
         cols = {KEY: inserts.column(KEY), PART: inserts.column(PART), ORDER: inserts.column(ORDER),
                 KIND: inserts.column(KIND), "_hf": pa.array(fids, pa.string())}  # fmt: skip
         if self.precombine:
             cols[self.precombine] = inserts.column(self.precombine)
-        rel = f"{marker_dir(self.ctx.instant)}/inserted/{self.task.token}-{self._logs}.parquet"
+        rel = f"{marker_dir(self.ctx.instant)}/inserted/{self.task.token}-{log_no}.parquet"
         with self.storage.open_output(rel) as out:
             pq.write_table(pa.table(cols), out, compression="lz4")
         self.guard.wrote(rel)
-        self.result.inserted_key_logs.append(rel)
+        with self._lock:
+            self.result.inserted_key_logs.append(rel)
 
 
 def _select(batch: pa.RecordBatch, schema: pa.Schema, allow_missing: bool = False) -> pa.RecordBatch:

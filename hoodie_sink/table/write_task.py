@@ -37,6 +37,7 @@ class TaskIdentity:
     stage_id: int = 0
     task_attempt_id: int = 0
     attempt_number: int = 0
+    only_task: bool = False  # the write's sole task (the engine API): nobody else can contend
 
     @property
     def token(self) -> str:

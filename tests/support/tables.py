@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from hoodie_sink.table.reader import read_snapshot
+from hoodie_sink.table.index.key_index import read_footer, read_record_keys
+from hoodie_sink.table.reader import Snapshot, read_snapshot
 from hoodie_sink.table.schema import META_COLUMNS
 
 # CI clones the repo with shared/ beside it; HOODIE_FIXTURES points elsewhere if needed.
@@ -72,8 +73,26 @@ def sort_rows(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: repr(sorted((k, repr(v)) for k, v in r.items())))
 
 
+def assert_index_footers(path: str | Path) -> None:
+    """The index's invariant for every latest base file: its footer bloom filter holds each of
+    its keys, and its min/max key entries are its smallest and largest key."""
+    snap = Snapshot.open(str(path), read_optimized=True)
+    for bf in snap.base_files():
+        keys = read_record_keys(snap.storage, bf.path)
+        footer = read_footer(snap.storage, bf.path)
+        if len(keys) == 0:
+            continue
+        bloom = footer.bloom()
+        assert bloom is not None, f"{bf.path} has no bloom filter"
+        assert bloom.might_contain(keys).all(), f"{bf.path}: bloom filter misses keys of the file"
+        mm = pc.min_max(keys)
+        assert (footer.min_key, footer.max_key) == (mm["min"].as_py(), mm["max"].as_py()), bf.path
+
+
 def read_both(path: str | Path) -> tuple[pa.Table, pa.Table]:
-    """hudi-rs and our reader, each sorted by record key; asserts they agree, meta columns included."""
+    """hudi-rs and our reader, each sorted by record key; asserts they agree, meta columns included;
+    and the index footers of every latest base file are right (assert_index_footers)."""
+    assert_index_footers(path)
     theirs = sort_by_key(hudi_rs_read(path))
     ours = sort_by_key(read_snapshot(str(path)))
     if theirs.num_rows == 0 and ours.num_rows == 0:

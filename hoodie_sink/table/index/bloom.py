@@ -278,6 +278,25 @@ class BloomFilter:
         vs = bit_size(num_entries, fpp)
         return cls(TYPE_SIMPLE, vs, num_hashes(vs, num_entries))
 
+    def grown_copy(self, max_entries: int) -> BloomFilter:
+        """A copy to add more keys to, as a writer that keeps a file's keys would.
+
+        Bloom filters only ever answer "maybe" for a key they were given, so the filter of a file
+        version, plus the keys a merge inserts, is a valid filter of the merged version: rows
+        a merge dropped only leave bits that cost a little pruning, never correctness.  The
+        copy may grow new rows up to `max_entries` (the dynamic filter's bound, not serialised)."""
+        out = BloomFilter(
+            self._type_code, self.vector_size, self.nb_hash, self.hash_type,
+            bits=self._bits.copy(), nr=self._nr, current_nb_record=self._current_nb_record, max_nr=max_entries,
+        )  # fmt: skip
+        return out
+
+    def same_shape(self, other: BloomFilter) -> bool:
+        """Same type, size, hash count and row capacity: keys added to one land as in the other."""
+        return (self._type_code, self.vector_size, self.nb_hash, self.hash_type, self._nr) == (
+            other._type_code, other.vector_size, other.nb_hash, other.hash_type, other._nr,
+        )  # fmt: skip
+
     @property
     def type_code(self) -> str:
         return self._type_code

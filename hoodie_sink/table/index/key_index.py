@@ -308,6 +308,17 @@ def read_record_keys(storage: Storage, rel_path: str) -> pa.Array:
     return keys
 
 
+def cached_bloom(storage: Storage, rel_path: str) -> BloomFilter | None:
+    """The parsed bloom filter of one base file through this process's caches (shared: copy it
+    before adding keys), or None when the file has none or an unreadable one."""
+    key = (storage.base_uri, rel_path)
+    ft = _FOOTERS.get(key)
+    if ft is None:
+        ft = read_footer(storage, rel_path)
+        _FOOTERS.put(key, ft, ft.nbytes)
+    return ft.bloom(key)
+
+
 def _as_string(values: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     """One contiguous pa.string() array (the type both join sides must share)."""
     return as_strings(values, what, large_ok=False)

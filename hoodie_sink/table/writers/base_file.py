@@ -76,6 +76,7 @@ class BaseFileWriter:
         prev_commit: str = NULL_COMMIT,
         io_type: str = CREATE,
         guard: InstantGuard | None = None,
+        seed_bloom: BloomFilter | None = None,
     ):
         self.storage = storage
         self.partition_path = partition_path
@@ -92,11 +93,11 @@ class BaseFileWriter:
         self._updates = 0
         self._min: str | None = None
         self._max: str | None = None
-        self._bloom = (
-            BloomFilter.new_dynamic(settings.bloom_num_entries, settings.bloom_fpp, settings.bloom_max_entries)
-            if settings.bloom_type == "dynamic_v0"
-            else BloomFilter.new_simple(settings.bloom_num_entries, settings.bloom_fpp)
-        )
+        self._bloom = new_bloom(settings)
+        self._seeded = seed_bloom is not None and seed_bloom.same_shape(self._bloom)
+        if self._seeded:
+            # A merge keeps the old version's filter and adds only the keys it inserts.
+            self._bloom = seed_bloom.grown_copy(settings.bloom_max_entries)
         self._started = time.monotonic()
         self.guard = guard
         if guard is not None:
@@ -104,16 +105,19 @@ class BaseFileWriter:
         ensure_partition_metadata(storage, partition_path, instant)
         create_marker(storage, instant, partition_path, self.name, io_type)
         self._sink = storage.open_output(self.rel_path)
+        self._writer: pq.ParquetWriter | None = None  # opened by the first chunk (see _open)
+        self._avro = avro_schema_with_meta
+
+    def _open(self, first: pa.Table | None) -> pq.ParquetWriter:
         self._writer = pq.ParquetWriter(
             self._sink,
-            schema,
-            compression=settings.codec,
+            self.schema,
+            compression=self.settings.codec,
             store_schema=False,  # Java files carry parquet.avro.schema, not ARROW:schema
             write_statistics=True,
-            # Keys and sequence numbers are unique per row: dictionary-encoding them only costs.
-            use_dictionary=[n for n in schema.names if n not in (RECORD_KEY, COMMIT_SEQNO)],
+            use_dictionary=dictionary_columns(first, self.schema),
         )
-        self._avro = avro_schema_with_meta
+        return self._writer
 
     @property
     def bytes_written(self) -> int:
@@ -136,11 +140,13 @@ class BaseFileWriter:
         commit_times: pa.Array | None = None,
         seqnos: pa.Array | None = None,
         num_updates: int = 0,
+        bloom_keys: pa.Array | None = None,
     ) -> None:
         """Append rows.  `data` holds the data columns in file order (no meta columns).
 
         `commit_times`/`seqnos` are given for rows copied from an older file version (they keep
-        their meta fields); None means every row is written by this instant.
+        their meta fields); None means every row is written by this instant.  `bloom_keys`: the
+        keys the seed filter does not hold (default: all); ignored when the seed was not usable.
         """
         n = data.num_rows
         if n == 0:
@@ -158,8 +164,9 @@ class BaseFileWriter:
             pa.repeat(pa.scalar(self.name, pa.string()), n),
         ] + [data.column(i) for i in range(data.num_columns)]
         table = pa.Table.from_arrays(cols, schema=self.schema)
-        self._writer.write_table(table, row_group_size=max(n, 1))
-        self._bloom.add_keys(keys)
+        (self._writer or self._open(table)).write_table(table, row_group_size=max(n, 1))
+        # bloom_keys only count when the filter was seeded (else it starts empty: every key goes in)
+        self._bloom.add_keys(bloom_keys if bloom_keys is not None and self._seeded else keys)
         mm = pc.min_max(keys)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         self._min = lo if self._min is None or (lo is not None and lo < self._min) else self._min
@@ -179,8 +186,9 @@ class BaseFileWriter:
         if self._min is not None:
             footer[MIN_KEY_FOOTER_KEY] = self._min
             footer[MAX_KEY_FOOTER_KEY] = self._max
-        self._writer.add_key_value_metadata(footer)
-        self._writer.close()
+        writer = self._writer or self._open(None)
+        writer.add_key_value_metadata(footer)
+        writer.close()
         self._sink.close()
         if self.guard is not None:
             # Finished after the write was aborted or committed without us: remove our file.
@@ -206,13 +214,49 @@ class BaseFileWriter:
     def abort(self) -> None:
         """Close without publishing anything useful (the marker lets rollback find the file)."""
         try:
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()
         finally:
             self._sink.close()
             if self.guard is not None and not self.guard.alive():
                 # The instant ended while we failed: its abort swept already, nobody will
                 # come back for this file.
                 self.storage.delete(self.rel_path)
+
+
+# Dictionary encoding pays for columns with few distinct values; on a column of mostly distinct
+# values (keys, coordinates, timestamps) the writer builds a dictionary, outgrows the dictionary
+# page and falls back to plain encoding, which costs about half the encoding time of the file
+# for a larger result.  The decision is taken per file from a sample of its first chunk.
+DICTIONARY_SAMPLE_ROWS = 4096
+DICTIONARY_MAX_DISTINCT_RATIO = 0.5
+
+
+def dictionary_columns(sample: pa.Table | None, schema: pa.Schema) -> list[str]:
+    """Columns worth dictionary-encoding: those whose sample is at most half distinct values.
+    Without a sample, every column but the unique ones (record key, sequence number)."""
+    unique = (RECORD_KEY, COMMIT_SEQNO)
+    if sample is None or sample.num_rows == 0:
+        return [n for n in schema.names if n not in unique]
+    head = sample.slice(0, DICTIONARY_SAMPLE_ROWS)
+    out = []
+    for name in schema.names:
+        if name in unique:
+            continue
+        col = head.column(name)
+        t = col.type
+        if pa.types.is_nested(t) or pa.types.is_boolean(t) or pa.types.is_null(t):
+            out.append(name)  # let the writer choose (booleans are never dictionary-encoded)
+            continue
+        if pc.count_distinct(col, mode="all").as_py() <= DICTIONARY_MAX_DISTINCT_RATIO * head.num_rows:
+            out.append(name)
+    return out
+
+
+def new_bloom(settings: ParquetSettings) -> BloomFilter:
+    if settings.bloom_type == "dynamic_v0":
+        return BloomFilter.new_dynamic(settings.bloom_num_entries, settings.bloom_fpp, settings.bloom_max_entries)
+    return BloomFilter.new_simple(settings.bloom_num_entries, settings.bloom_fpp)
 
 
 def _arange(start: int, n: int) -> pa.Array:

@@ -262,7 +262,16 @@ class UpsertTask:
             # changes for this file group, unless no other writer exists and this is the task's
             # last flush (the engine's single-task write).
             keep = not self.append_only and not (final and self.task.only_task)
-            return lambda: self._merge_in_task(partition_path, bucket, changes(), flush_no, keep)
+
+            def merge_or_stage() -> None:
+                # Contention is checked again when the job runs: another task may have tagged
+                # changes for this file group since, and the commit would then redo our merge.
+                if not self.append_only and not self.task.only_task and self._is_contended(bucket):
+                    self._stage(partition_path, bucket, changes(), flush_no)
+                else:
+                    self._merge_in_task(partition_path, bucket, changes(), flush_no, keep)
+
+            return merge_or_stage
         return lambda: self._stage(partition_path, bucket, changes(), flush_no)
 
     def _merge_in_task(self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, keep: bool) -> None:

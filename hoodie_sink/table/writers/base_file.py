@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -106,12 +107,19 @@ class BaseFileWriter:
         create_marker(storage, instant, partition_path, self.name, io_type)
         self._sink = storage.open_output(self.rel_path)
         self._writer: pq.ParquetWriter | None = None  # opened by the first chunk (see _open)
+        # The partition path and file name are one value per file: handed to Parquet as a
+        # one-entry dictionary, they are written as dictionary indices without hashing every
+        # row.  The file holds plain UTF8 columns either way (no Arrow schema is stored).
+        self._write_schema = schema
+        for name in (PARTITION_PATH, FILE_NAME):
+            i = schema.get_field_index(name)
+            self._write_schema = self._write_schema.set(i, schema.field(i).with_type(_DICT_STRING))
         self._avro = avro_schema_with_meta
 
     def _open(self, first: pa.Table | None) -> pq.ParquetWriter:
         self._writer = pq.ParquetWriter(
             self._sink,
-            self.schema,
+            self._write_schema,
             compression=self.settings.codec,
             store_schema=False,  # Java files carry parquet.avro.schema, not ARROW:schema
             write_statistics=True,
@@ -160,10 +168,10 @@ class BaseFileWriter:
             commit_times,
             seqnos,
             keys,
-            pa.repeat(pa.scalar(self.partition_path, pa.string()), n),
-            pa.repeat(pa.scalar(self.name, pa.string()), n),
+            _constant(self.partition_path, n),
+            _constant(self.name, n),
         ] + [data.column(i) for i in range(data.num_columns)]
-        table = pa.Table.from_arrays(cols, schema=self.schema)
+        table = pa.Table.from_arrays(cols, schema=self._write_schema)
         (self._writer or self._open(table)).write_table(table, row_group_size=max(n, 1))
         # bloom_keys only count when the filter was seeded (else it starts empty: every key goes in)
         self._bloom.add_keys(bloom_keys if bloom_keys is not None and self._seeded else keys)
@@ -245,12 +253,19 @@ def dictionary_columns(sample: pa.Table | None, schema: pa.Schema) -> list[str]:
             continue
         col = head.column(name)
         t = col.type
-        if pa.types.is_nested(t) or pa.types.is_boolean(t) or pa.types.is_null(t):
+        if pa.types.is_dictionary(t) or pa.types.is_nested(t) or pa.types.is_boolean(t) or pa.types.is_null(t):
             out.append(name)  # let the writer choose (booleans are never dictionary-encoded)
             continue
         if pc.count_distinct(col, mode="all").as_py() <= DICTIONARY_MAX_DISTINCT_RATIO * head.num_rows:
             out.append(name)
     return out
+
+
+_DICT_STRING = pa.dictionary(pa.int32(), pa.string())
+
+
+def _constant(value: str, n: int) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
 
 
 def new_bloom(settings: ParquetSettings) -> BloomFilter:

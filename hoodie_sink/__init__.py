@@ -20,6 +20,7 @@ __all__ = [
     "HoodieKeyError",
     "HoodieSchemaError",
     "HoodieTableError",
+    "cluster",
     "read",
     "register",
     "write",
@@ -45,3 +46,16 @@ def read(path: str, **kwargs):
     from hoodie_sink.table.reader import read_snapshot
 
     return read_snapshot(path, **kwargs)
+
+
+def cluster(path: str, options: dict | None = None, spark=None):
+    """Schedule (or resume) and execute one clustering of the table at `path`: as a Spark job
+    when `spark` is given (one task per clustering group), else in a local thread pool.
+    Returns a ClusteringResult, or None when there is nothing to cluster."""
+    if spark is not None:
+        from hoodie_sink.datasource.clustering import run_clustering
+
+        return run_clustering(spark, path, options)
+    from hoodie_sink.table.services.clustering import run
+
+    return run(path, dict(options or {}))

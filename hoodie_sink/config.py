@@ -69,7 +69,7 @@ def _choice(*choices: str, aliases: Mapping[str, str] | None = None) -> Callable
 # -- the registry ----------------------------------------------------------------------------
 
 OPERATIONS = (
-    "upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table",
+    "upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table", "append",
 )  # fmt: skip
 IMPLEMENTED_OPERATIONS = OPERATIONS
 KEYED_OPERATIONS = ("upsert", "delete")  # tagged against the index, merged into file groups
@@ -96,6 +96,9 @@ OPTIONS: tuple[Option, ...] = (
            ("precombinefield", "hoodie.table.precombine.field"), True),
     Option("hoodie.datasource.write.operation", "operation",
            _choice(*OPERATIONS, aliases={"bulkinsert": "bulk_insert"})),
+    Option("hoodie.datasource.write.append.mode", "append_mode", _bool,
+           doc="With operation insert: write as the append operation (no index, no merge, a new file "
+               "group per flush), as Hudi's Flink writer does for inserts into copy-on-write tables."),
     Option("hoodie.datasource.write.table.type", "table_type",
            _choice("copy_on_write", "merge_on_read", aliases={"cow": "copy_on_write", "mor": "merge_on_read"}),
            ("type", "hoodie.table.type"), True),
@@ -128,6 +131,25 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.write.merge.threads", "merge_threads", _int,
            doc="Threads per task (and at the commit) that merge and write file groups at the end of a "
                "write (default: the machine's cores, at most 4); each holds one file group in memory."),
+    # -- clustering (table service: small files -> large sorted ones, a replacecommit) --------
+    Option("hoodie.clustering.inline", "clustering_inline", _bool,
+           doc="Schedule and run clustering in the commit of every N-th write (N = inline.max.commits)."),
+    Option("hoodie.clustering.inline.max.commits", "clustering_max_commits", _int),
+    Option("hoodie.clustering.plan.strategy.small.file.limit", "clustering_small_file_limit", _int),
+    Option("hoodie.clustering.plan.strategy.target.file.max.bytes", "clustering_target_file_bytes", _int),
+    Option("hoodie.clustering.plan.strategy.max.bytes.per.group", "clustering_max_group_bytes", _int),
+    Option("hoodie.clustering.plan.strategy.max.num.groups", "clustering_max_groups", _int),
+    Option("hoodie.clustering.plan.strategy.sort.columns", "clustering_sort_columns", _fields),
+    Option("hoodie.clustering.plan.strategy.partition.regex.pattern", "clustering_partition_regex", _str),
+    Option("hoodie.clustering.plan.strategy.partition.selected", "clustering_partitions", _fields),
+    Option("hoodie.layout.optimize.strategy", "layout_strategy",
+           _choice("linear", "z-order", "hilbert", aliases={"zorder": "z-order", "z_order": "z-order"})),
+    Option("hoodie.clustering.preserve.commit.metadata", "clustering_preserve_metadata", _bool),
+    Option("hoodie.clustering.updates.strategy", "clustering_updates_strategy",
+           _choice("reject", aliases={
+               "org.apache.hudi.client.clustering.update.strategy.sparkrejectupdatestrategy": "reject"})),
+    Option("hoodie.client.heartbeat.interval_in_ms", "heartbeat_interval_ms", _int),
+    Option("hoodie.client.heartbeat.tolerable.misses", "heartbeat_misses", _int),
     Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket")),
     Option("hoodie.bloom.index.update.partition.path", "update_partition_path", _bool),
     Option("hoodie.bucket.index.num.buckets", "num_buckets", _int),
@@ -192,6 +214,7 @@ class WriteConfig:
     table_name: str | None = None
     database: str | None = None
     record_key_fields: tuple[str, ...] = ()
+    append_mode: bool = False
     partition_fields: tuple[str, ...] = ()
     precombine_field: str | None = None
     operation: str = "upsert"
@@ -215,6 +238,21 @@ class WriteConfig:
     task_buffer_bytes: int = 256 * MiB
     bucket_buffer_bytes: int = 64 * MiB
     merge_threads: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))
+    clustering_inline: bool = False
+    clustering_max_commits: int = 4
+    clustering_small_file_limit: int = 300 * MiB
+    clustering_target_file_bytes: int = 1024 * MiB
+    # Hudi's default is 2 GiB; a group is sorted in memory (about 3x its size on storage), so ours is 1 GiB.
+    clustering_max_group_bytes: int = 1024 * MiB
+    clustering_max_groups: int = 30
+    clustering_sort_columns: tuple[str, ...] = ()
+    clustering_partition_regex: str | None = None
+    clustering_partitions: tuple[str, ...] = ()
+    layout_strategy: str = "linear"
+    clustering_preserve_metadata: bool = True
+    clustering_updates_strategy: str = "reject"
+    heartbeat_interval_ms: int = 60_000
+    heartbeat_misses: int = 2
     index_type: str = "bloom"
     update_partition_path: bool = False
     num_buckets: int = 4
@@ -260,6 +298,8 @@ class WriteConfig:
             )
         if "table_type" in values:
             values["table_type"] = values["table_type"]
+        if values.get("append_mode") and values.get("operation", "upsert") == "insert":
+            values["operation"] = "append"
         cfg = WriteConfig(
             path=target, explicit=frozenset(explicit), commit_extra=extra, ignored=tuple(ignored), **values
         )
@@ -271,10 +311,10 @@ class WriteConfig:
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
                 f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
             )
-        if self.table_type != "copy_on_write" and self.operation not in ("insert", "bulk_insert"):
+        if self.table_type != "copy_on_write" and self.operation not in ("insert", "bulk_insert", "append"):
             raise HoodieConfigError(
                 "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ' supports only the operations "
-                f"insert and bulk_insert so far, not '{self.operation}'."
+                f"insert, bulk_insert and append so far, not '{self.operation}'."
             )
         if self.max_file_size < 1024:
             raise HoodieConfigError(f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}.")

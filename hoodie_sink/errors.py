@@ -32,6 +32,10 @@ class HoodieCommitError(HoodieError):
     """A commit did not land. Nothing of it is visible; the write may be retried."""
 
 
+class HoodieWriteConflictError(HoodieCommitError):
+    """The write would change a file group that a pending clustering is rewriting."""
+
+
 class HoodieCommitStateUnknown(HoodieError):
     """A commit may or may not have landed (e.g. the completed file's write failed midway).
 

@@ -43,7 +43,10 @@ class BucketAssigner:
         self.index_type = cfg.index_type
         self.update_partition_path = cfg.update_partition_path
         self.small: dict[str, list[tuple[str, int]]] = {}  # partition -> [(file id, capacity)]
+        clustering = ctx.clustering_file_groups
         for bf in sorted(ctx.base_files, key=lambda b: b.size):
+            if (bf.partition_path, bf.file_id) in clustering:
+                continue  # being rewritten by a pending clustering: inserts go elsewhere
             if 0 < bf.size < cfg.small_file_limit:
                 room = (cfg.max_file_size - bf.size) // max(ctx.avg_record_size, 1)
                 if room > 0:

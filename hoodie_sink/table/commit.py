@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from hoodie_sink.config import KEYED_OPERATIONS, WriteConfig
 from hoodie_sink.errors import (
+    HoodieWriteConflictError,
     HoodieCommitError,
     HoodieInjectedFailure,
     HoodieKeyError,
@@ -47,6 +48,7 @@ from hoodie_sink.table.schema import (
     storage_schema,
     with_meta_fields,
 )
+from hoodie_sink.table.services.clustering import file_groups_under_clustering
 from hoodie_sink.table.services.rollback import delete_files, rollback_failed_writes
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import (
@@ -68,7 +70,9 @@ OPERATION_TYPES = {
     "delete": "DELETE",
     "insert_overwrite": "INSERT_OVERWRITE",
     "insert_overwrite_table": "INSERT_OVERWRITE_TABLE",
+    "append": "INSERT",  # Hudi has no APPEND operation type: Flink's append mode commits INSERT
 }
+KEYLESS_OPERATIONS = ("append",)  # may write without a record key field (generated keys)
 REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
 
 
@@ -88,6 +92,12 @@ class WriteContext:
     # keyed operations (upsert, delete): the file groups as of the start of the write
     base_files: tuple[BaseFile, ...] = ()
     avg_record_size: int = 1024
+    # (partition, file id) -> instant of the pending clustering that will replace it
+    clustering: tuple[tuple[tuple[str, str], str], ...] = ()
+
+    @property
+    def clustering_file_groups(self) -> dict[tuple[str, str], str]:
+        return dict(self.clustering)
 
     @property
     def operation_type(self) -> str:
@@ -126,7 +136,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
             raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
         create_table(storage, table)
     timeline = Timeline.load(storage)
-    rollback_failed_writes(storage, timeline)
+    rollback_failed_writes(storage, timeline, config=cfg)
     timeline = Timeline.load(storage)
     existing = latest_schema(storage, timeline, table) if exists else None
     if existing and cfg.operation == "delete":
@@ -152,14 +162,17 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
     )
     store.transition_to_inflight(requested, inflight_workload_json(op_type))
     base_files: tuple[BaseFile, ...] = ()
+    clustering: tuple = ()
     avg_size = cfg.record_size_estimate
-    if cfg.operation in KEYED_OPERATIONS and existing:
+    if cfg.operation in KEYED_OPERATIONS + ("insert",) and existing:  # insert: small-file packing
         base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
         avg_size = _average_record_size(storage, timeline) or avg_size
+        clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))
     ctx = WriteContext(
         config=cfg,
         base_files=base_files,
         avg_record_size=avg_size,
+        clustering=clustering,
         table=table,
         instant=instant,
         action=action,
@@ -207,10 +220,11 @@ def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
                 f"Option '{option}' names column '{column}', which the input does not have. "
                 f"Input columns: {', '.join(names)}."
             )
-    if not cfg.record_key_fields:
+    if not cfg.record_key_fields and cfg.operation not in KEYLESS_OPERATIONS:
         raise HoodieKeyError(
-            f"No record key for the table at {cfg.path}. Help: set option "
-            "'hoodie.datasource.write.recordkey.field' (alias 'primaryKey') to the key column(s)."
+            f"No record key for the table at {cfg.path} (operation '{cfg.operation}'). Help: set option "
+            "'hoodie.datasource.write.recordkey.field' (alias 'primaryKey') to the key column(s); only the "
+            "append operation writes without one (keys are then generated)."
         )
     for f in schema:
         if f.name.startswith("_hoodie_") and f.name not in (
@@ -223,6 +237,7 @@ def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
 def complete(ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None) -> CommitMetadata:
     """Finish the write: drop unreported files, then publish the commit atomically."""
     storage = ctx.storage
+    check_clustering_conflicts(ctx, stats)
     reported = {s.path for s in stats}
     orphans = [p for p, _ in list_marked_files(storage, ctx.instant) if p not in reported]
     if orphans:
@@ -251,6 +266,37 @@ def complete(ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str
     delete_markers(storage, ctx.instant)
     log.info("hoodie: committed %s %s on %s: %s", ctx.action, ctx.instant, ctx.config.path, md.totals())
     return md
+
+
+def check_clustering_conflicts(ctx: WriteContext, stats: list[WriteStat]) -> None:
+    """Refuse to publish new versions of file groups that a clustering scheduled since this
+    write began will replace (or has replaced): the clustering rewrites their old version and
+    would drop these changes (Hudi's reject-updates strategy, checked again at the commit)."""
+    rewritten = {(s.partition_path, s.file_id) for s in stats if s.prev_commit not in (None, "", "null")}
+    if not rewritten:
+        return
+    storage = ctx.storage
+    timeline = Timeline.load(storage)
+    conflicts = {fg: ts for fg, ts in file_groups_under_clustering(storage, timeline).items() if fg in rewritten}
+    store = TimelineStore(storage)
+    for inst in timeline.completed((REPLACE_COMMIT,)):
+        if inst.timestamp > ctx.instant:
+            md = CommitMetadata.from_json(store.read_json(inst))
+            for part, ids in (md.partition_to_replace_file_ids or {}).items():
+                conflicts.update({(part, f): inst.timestamp for f in ids if (part, f) in rewritten})
+    if conflicts:
+        raise clustering_conflict(ctx.config.path, conflicts)
+
+
+def clustering_conflict(path: str, conflicts: dict[tuple[str, str], str]) -> HoodieWriteConflictError:
+    (part, fid), ts = sorted(conflicts.items())[0]
+    return HoodieWriteConflictError(
+        f"The write changes {len(conflicts)} file group(s) of the table at {path} that clustering "
+        f"{ts} is rewriting (e.g. file group {fid} in partition '{part}'); updates and deletes of file "
+        "groups under pending clustering are refused (hoodie.clustering.updates.strategy=reject). Nothing "
+        "of this write was committed. Help: retry after the clustering completes, or cluster only "
+        "partitions that take no updates (hoodie.clustering.plan.strategy.partition.regex.pattern)."
+    )
 
 
 def _replaced_file_ids(storage: Storage, ctx: WriteContext, stats: list[WriteStat]) -> dict[str, list[str]]:

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.bucket_assigner import Assignment, BucketAssigner
-from hoodie_sink.table.commit import WriteContext
+from hoodie_sink.table.commit import WriteContext, clustering_conflict
 from hoodie_sink.table.file_group import BaseFile, file_id, new_file_id_prefix
 from hoodie_sink.table.index.key_index import KeyIndex, cached_bloom
 from hoodie_sink.table.instant_guard import InstantGuard
@@ -176,6 +176,12 @@ class UpsertTask:
             changes = reduce_changes(changes, self.precombine)
             tags = self.index.tag(changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks())
             assignment = self.assigner.assign(changes, tags)
+        clustering = self.ctx.clustering_file_groups
+        if clustering:
+            hit = {(part, fid): clustering[(part, fid)] for part, fid in assignment.buckets
+                   if (part, fid) in clustering}  # fmt: skip
+            if hit:
+                raise clustering_conflict(self.cfg.path, hit)
         self.result.num_missing_deletes += assignment.missing_deletes
         if not self.append_only:
             for part, fid, rows in assignment.small_file_inserts:

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from hoodie_sink.table import commit
+from hoodie_sink.table.services import clustering
+from hoodie_sink.table.append_task import AppendTask
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.metadata import CommitMetadata
 from hoodie_sink.table.reconcile import reconcile
@@ -21,6 +23,8 @@ ASSIGNED_OPERATIONS = ("upsert", "delete", "insert")
 def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.RecordBatch]) -> TaskResult:
     if ctx.config.operation in ASSIGNED_OPERATIONS:
         return UpsertTask(ctx, task).write(batches)
+    if ctx.config.operation == "append":
+        return AppendTask(ctx, task).write(batches)
     return InsertTask(ctx, task).write(batches)
 
 
@@ -38,4 +42,6 @@ def complete(ctx: WriteContext, results: list[TaskResult], extra: dict[str, str]
         extra = {**(extra or {}), "hoodie.sink.write.stats": json.dumps(counts)}
     else:
         stats = [s for r in results for s in r.write_stats]
-    return commit.complete(ctx, stats, extra)
+    metadata = commit.complete(ctx, stats, extra)
+    clustering.maybe_run_inline(ctx.config)
+    return metadata

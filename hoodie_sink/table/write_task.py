@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieInjectedFailure, HoodieSchemaError
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
@@ -69,12 +70,16 @@ def keygen_for(ctx: WriteContext) -> KeyGenerator:
             input_date_format=cfg.ts_input_format,
             output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
             timezone=cfg.ts_timezone or "UTC",
+            keyless=not cfg.record_key_fields,
         )
     )
 
 
 def parquet_settings(ctx: WriteContext) -> ParquetSettings:
-    c = ctx.config
+    return parquet_settings_of(ctx.config)
+
+
+def parquet_settings_of(c: WriteConfig) -> ParquetSettings:
     return ParquetSettings(
         compression=c.compression,
         max_file_size=c.max_file_size,
@@ -133,7 +138,7 @@ class InsertTask:
         return self.result
 
     def add(self, batch: pa.RecordBatch) -> None:
-        data = _select(batch, self.ctx.data_schema)
+        data = select_data(batch, self.ctx.data_schema)
         keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
         self._buffer.append((data, keys, parts))
@@ -179,7 +184,7 @@ class InsertTask:
             raise
 
 
-def _select(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def select_data(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """The data columns of `batch` in table order, cast to the storage types."""
     missing = [n for n in schema.names if n not in batch.schema.names]
     if missing:

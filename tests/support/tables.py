@@ -61,7 +61,9 @@ def hudi_rs_timeline(path: str | Path):
 
 
 def sort_by_key(t: pa.Table, key: str = "_hoodie_record_key") -> pa.Table:
-    keys = [(c, "ascending") for c in (key, "_hoodie_partition_path") if c in t.column_names]
+    # commit time and sequence number break ties between copies of a key (append keeps duplicates)
+    order = (key, "_hoodie_partition_path", "_hoodie_commit_time", "_hoodie_commit_seqno")
+    keys = [(c, "ascending") for c in order if c in t.column_names]
     return t.take(pc.sort_indices(t, sort_keys=keys)) if t.num_rows else t
 
 

@@ -86,3 +86,20 @@ def test_dictionary_only_for_repetitive_columns(tmp_path):
     assert any("DICTIONARY" in e for e in enc["label"])
     assert not any("DICTIONARY" in e for e in enc["fare"])
     read_both(path)
+
+
+def test_insert_fills_small_files_before_opening_new_file_groups(tmp_path):
+    path = tmp_path / "t"
+    opts = {**OPTS, "hoodie.datasource.write.operation": "insert"}
+    hoodie_sink.write(trips(300), str(path), opts)
+    first = _latest_footers(path)
+    meta = hoodie_sink.write(trips(90, start=300), str(path), opts)
+    # every insert went into an existing (small) file group: no new file group, no dedup
+    assert {s.file_id for s in meta.write_stats} <= set(first)
+    assert all(s.prev_commit != "null" for s in meta.write_stats)
+    assert sum(s.num_inserts for s in meta.write_stats) == 90
+    assert_table_matches(path, trips(390).to_pylist())
+    # below the limit nothing is small: new file groups
+    meta = hoodie_sink.write(trips(30, start=390), str(path), {**opts, "hoodie.parquet.small.file.limit": "0"})
+    assert all(s.prev_commit == "null" for s in meta.write_stats)
+    assert_table_matches(path, trips(420).to_pylist())

@@ -69,11 +69,23 @@ def rollback_instant(storage: Storage, instant: Instant) -> int:
     return deleted
 
 
-def rollback_failed_writes(storage: Storage, timeline: Timeline, keep: set[str] | None = None) -> list[Instant]:
-    """Roll back every pending write instant (a crashed or failed writer's) except `keep`."""
+def rollback_failed_writes(
+    storage: Storage, timeline: Timeline, keep: set[str] | None = None, config=None
+) -> list[Instant]:
+    """Roll back every pending write instant (a crashed or failed writer's) except `keep`.
+
+    A pending clustering is a table service, not a failed write: it is left alone while its
+    heartbeat is alive, and otherwise rolled back to its plan (which the next run executes)."""
+    from hoodie_sink.config import WriteConfig
+    from hoodie_sink.table.services.clustering import is_clustering, rollback_failed_clustering
+
     rolled = []
     for inst in timeline.pending(WRITE_ACTIONS):
         if keep and inst.timestamp in keep:
+            continue
+        if is_clustering(storage, inst):
+            cfg = config if config is not None else WriteConfig(path=storage.base_uri)
+            rollback_failed_clustering(storage, inst, cfg)
             continue
         rollback_instant(storage, inst)
         rolled.append(inst)

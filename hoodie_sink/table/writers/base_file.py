@@ -304,7 +304,10 @@ class RollingBaseFileWriter:
         self.stats: list[WriteStat] = []
         self._bytes_per_row: float | None = None
 
-    def write(self, data: pa.Table, keys: pa.Array) -> None:
+    def write(
+        self, data: pa.Table, keys: pa.Array, commit_times: pa.Array | None = None, seqnos: pa.Array | None = None
+    ) -> None:
+        """`commit_times`/`seqnos`: meta fields kept from the rows' source (clustering), else new."""
         offset, n = 0, data.num_rows
         while offset < n:
             if self.current is None:
@@ -319,7 +322,11 @@ class RollingBaseFileWriter:
             by_group = int(self.settings.row_group_bytes / bpr)
             take = max(1, min(n - offset, by_room, max(by_group, 1)))
             before = w.bytes_written
-            w.write(data.slice(offset, take), keys.slice(offset, take))
+            w.write(
+                data.slice(offset, take), keys.slice(offset, take),
+                None if commit_times is None else commit_times.slice(offset, take),
+                None if seqnos is None else seqnos.slice(offset, take),
+            )  # fmt: skip
             written = w.bytes_written - before
             if take > 0 and written > 0:
                 observed = written / take

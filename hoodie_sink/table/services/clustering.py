@@ -1,0 +1,328 @@
+"""Clustering: rewrite small file groups into large, sorted ones, as one replacecommit.
+
+Timeline (Hudi RFC-19): `<t>.replacecommit.requested` carries the plan (Avro, operationType
+CLUSTER); execution moves it to inflight, writes the new file groups under instant t (with
+markers, as any write) and completes `<t>.replacecommit` whose partitionToReplaceFileIds
+names the input file groups.  Readers see the old file groups until that file appears and the
+new ones from then on: never both, never neither.
+
+Runs: `run` executes the groups of a plan with a callable (a local thread pool by default; the
+Spark adapter passes one that runs each group as a Spark task).  While it runs, a heartbeat
+(`services/heartbeat.py`) keeps writers from rolling the instant back; a clustering whose
+runner died is rolled back to its plan (files deleted, inflight removed) by the next writer or
+runner and executed again by the next run.
+
+Concurrency with writers: appends only add file groups, so they never conflict.  An upsert or
+delete that would change a file group under pending clustering is refused
+(`hoodie.clustering.updates.strategy=reject`, Hudi's default): see `conflicts.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
+from hoodie_sink.table.fs_view import FileSystemView
+from hoodie_sink.table.hoodie_table import latest_schema, read_table_config
+from hoodie_sink.table.instant_guard import InstantGuard
+from hoodie_sink.table.layout import sort_indices
+from hoodie_sink.table.markers import delete_markers, list_marked_files
+from hoodie_sink.table.metadata import SCHEMA_KEY, CommitMetadata, WriteStat
+from hoodie_sink.table.reader import read_base_file
+from hoodie_sink.table.replace_metadata import decode_requested_replace, encode_requested_replace
+from hoodie_sink.table.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
+from hoodie_sink.table.services.clustering_plan import ClusteringGroup, from_avro_plan, plan_groups, to_avro_plan
+from hoodie_sink.table.services.heartbeat import Heartbeat, is_alive
+from hoodie_sink.table.services.rollback import delete_files, files_of_instant
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
+from hoodie_sink.table.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.writers.base_file import BaseFileWriter, ParquetSettings, RollingBaseFileWriter, file_schema
+
+log = logging.getLogger(__name__)
+CLUSTER = "CLUSTER"
+COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY = META_COLUMNS[0], META_COLUMNS[1], META_COLUMNS[2]
+
+
+# ------------------------------------------------------------------------- pending clustering
+
+
+def clustering_plan(storage: Storage, instant: Instant) -> dict | None:
+    """The Avro clustering plan of a replacecommit, or None if it is not a clustering."""
+    try:
+        raw = storage.read_bytes(TimelineStore(storage).path(instant.with_state(REQUESTED)))
+    except (FileNotFoundError, OSError):
+        return None
+    md = decode_requested_replace(raw)
+    if (md.get("operationType") or "").upper() != CLUSTER:
+        return None
+    return md.get("clusteringPlan") or {}
+
+
+def pending_clusterings(storage: Storage, timeline: Timeline) -> dict[str, list[ClusteringGroup]]:
+    """instant -> plan groups of every clustering not completed yet."""
+    out = {}
+    for inst in timeline.pending((REPLACE_COMMIT,)):
+        plan = clustering_plan(storage, inst)
+        if plan is not None:
+            out[inst.timestamp] = from_avro_plan(plan, storage.base_uri)[0]
+    return out
+
+
+def file_groups_under_clustering(storage: Storage, timeline: Timeline) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> instant of the pending clustering that will replace it."""
+    return {
+        (s.partition_path, s.file_id): ts
+        for ts, groups in pending_clusterings(storage, timeline).items()
+        for g in groups
+        for s in g.slices
+    }
+
+
+def is_clustering(storage: Storage, instant: Instant) -> bool:
+    return instant.action == REPLACE_COMMIT and clustering_plan(storage, instant.with_state(REQUESTED)) is not None
+
+
+def rollback_failed_clustering(storage: Storage, instant: Instant, cfg: WriteConfig) -> bool:
+    """Undo the execution of a clustering whose runner is gone (heartbeat expired): its files,
+    markers and inflight file go, its plan stays for the next run.  False if it is alive."""
+    if is_alive(storage, instant.timestamp, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
+        return False
+    store = TimelineStore(storage)
+    if not storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT))):
+        return True  # only planned: nothing to undo
+    deleted = delete_files(storage, files_of_instant(storage, instant.timestamp))
+    delete_markers(storage, instant.timestamp)
+    storage.delete(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT)))
+    log.info("hoodie: rolled back failed clustering %s to its plan (%d files deleted)", instant.timestamp, deleted)
+    return True
+
+
+# ---------------------------------------------------------------------------------- schedule
+
+
+def schedule(storage: Storage, cfg: WriteConfig, timeline: Timeline | None = None) -> str | None:
+    """Write a new plan as `<t>.replacecommit.requested`; None when there is nothing to cluster."""
+    timeline = timeline or Timeline.load(storage)
+    pending = set(file_groups_under_clustering(storage, timeline))
+    base_files = FileSystemView.load(storage, timeline).latest_base_files()
+    groups = plan_groups(base_files, pending, cfg)
+    if not groups:
+        return None
+    plan = to_avro_plan(groups, cfg, storage.base_uri)
+    content = encode_requested_replace(CLUSTER, plan)
+    store = TimelineStore(storage)
+    for _ in range(20):  # another process may take the same millisecond
+        instant = Timeline.load(storage).new_instant_time()
+        try:
+            store.create_requested(instant, REPLACE_COMMIT, content)
+            break
+        except HoodieTableError:
+            time.sleep(0.01)
+    else:
+        raise HoodieTableError(f"Could not schedule a clustering on {storage.base_uri}: no free instant time")
+    log.info("hoodie: scheduled clustering %s: %d groups, %d files", instant, len(groups),
+             sum(len(g.slices) for g in groups))  # fmt: skip
+    return instant
+
+
+# ----------------------------------------------------------------------------------- execute
+
+
+@dataclass(frozen=True)
+class ClusteringJob:
+    """What a task needs to execute one group of a plan.  Picklable."""
+
+    path: str
+    instant: str
+    data_schema: pa.Schema
+    avro_with_meta: str
+    settings: ParquetSettings
+    sort_columns: tuple[str, ...]
+    layout: str
+    preserve_metadata: bool
+
+
+def execute_group(job: ClusteringJob, index: int, group: ClusteringGroup, token: str | None = None) -> list[WriteStat]:
+    """Read a group's slices, sort, write new file groups at the target size (bounded by the
+    group: every row of it is in memory once, sorted)."""
+    storage = Storage(job.path)
+    guard = InstantGuard(storage, job.instant, REPLACE_COMMIT)
+    guard.check()
+    schema = file_schema(job.data_schema)
+    tables = [read_base_file(storage, s.path, schema) for s in group.slices]
+    rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    del tables
+    if job.sort_columns:
+        missing = [c for c in job.sort_columns if c not in rows.column_names]
+        if missing:
+            raise HoodieTableError(
+                f"Option 'hoodie.clustering.plan.strategy.sort.columns' names {', '.join(missing)}, not "
+                f"columns of the table at {job.path}."
+            )
+        rows = rows.take(sort_indices(rows, job.sort_columns, job.layout))
+    keys = rows.column(RECORD_KEY).combine_chunks()
+    times = rows.column(COMMIT_TIME).combine_chunks() if job.preserve_metadata else None
+    seqnos = rows.column(COMMIT_SEQNO).combine_chunks() if job.preserve_metadata else None
+    data = rows.drop_columns(list(META_COLUMNS))
+    token = token or write_token(index, 0, 0)
+    prefix = new_file_id_prefix()
+    counter = iter(range(1 << 30))
+
+    def new_writer() -> BaseFileWriter:
+        return BaseFileWriter(
+            storage, group.partition_path, file_id(prefix, next(counter)), token, job.instant, index,
+            schema, job.avro_with_meta, job.settings, guard=guard,
+        )  # fmt: skip
+
+    writer = RollingBaseFileWriter(new_writer, job.settings)
+    try:
+        writer.write(data, keys, times, seqnos)
+        return writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+GroupRunner = Callable[[ClusteringJob, Sequence[ClusteringGroup]], list[list[WriteStat]]]
+
+
+def local_runner(threads: int) -> GroupRunner:
+    """Groups in a thread pool of this process (inline clustering, the engine API)."""
+
+    def run(job: ClusteringJob, groups: Sequence[ClusteringGroup]) -> list[list[WriteStat]]:
+        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(groups)))) as pool:
+            return list(pool.map(lambda ig: execute_group(job, ig[0], ig[1]), enumerate(groups)))
+
+    return run
+
+
+@dataclass
+class ClusteringResult:
+    instant: str
+    groups: int
+    input_files: int
+    output_files: int
+    rows: int
+    seconds: float
+
+
+def execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunner | None = None) -> ClusteringResult:
+    """Run a scheduled clustering to completion (or leave it to be rolled back on failure)."""
+    started = time.monotonic()
+    store = TimelineStore(storage)
+    timeline = Timeline.load(storage)
+    requested = Instant(instant, REPLACE_COMMIT, REQUESTED)
+    plan = clustering_plan(storage, requested)
+    if plan is None:
+        raise HoodieTableError(f"Instant {instant} on {storage.base_uri} is not a pending clustering.")
+    groups, params, preserve = from_avro_plan(plan, storage.base_uri)
+    table = read_table_config(storage)
+    avro = latest_schema(storage, timeline, table)
+    if avro is None:
+        raise HoodieTableError(f"The table at {storage.base_uri} has no schema yet: nothing to cluster.")
+    avro_json = json.loads(avro)
+    from hoodie_sink.table.write_task import parquet_settings_of  # late: write_task -> commit -> here
+
+    sort_cols = tuple(c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c)
+    job = ClusteringJob(
+        path=cfg.path,
+        instant=instant,
+        data_schema=storage_schema(avro_to_arrow(avro_json)),
+        avro_with_meta=json.dumps(with_meta_fields(avro_json), separators=(",", ":")),
+        settings=parquet_settings_of(cfg.with_(max_file_size=int(params.get(
+            "hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.clustering_target_file_bytes)))),
+        sort_columns=sort_cols,
+        layout=params.get("hoodie.layout.optimize.strategy", cfg.layout_strategy),
+        preserve_metadata=preserve,
+    )  # fmt: skip
+    with Heartbeat(storage, instant, cfg.heartbeat_interval_ms / 1000):
+        inflight = Instant(instant, REPLACE_COMMIT, INFLIGHT)
+        if not storage.exists(store.path(inflight)):
+            store.transition_to_inflight(requested, b"")
+        per_group = (runner or local_runner(cfg.merge_threads))(job, groups)
+        stats = [s for group_stats in per_group for s in group_stats]
+        reported = {s.path for s in stats}
+        orphans = [p for p, _ in list_marked_files(storage, instant) if p not in reported]
+        delete_files(storage, orphans)  # files of failed task attempts
+        replaced: dict[str, list[str]] = {}
+        for g in groups:
+            for s in g.slices:
+                replaced.setdefault(s.partition_path, []).append(s.file_id)
+        md = CommitMetadata(
+            operation_type=CLUSTER,
+            write_stats=stats,
+            extra_metadata={SCHEMA_KEY: avro},
+            partition_to_replace_file_ids={p: sorted(ids) for p, ids in replaced.items()},
+        )
+        store.complete(inflight, md.to_bytes())
+        delete_markers(storage, instant)
+    result = ClusteringResult(
+        instant=instant,
+        groups=len(groups),
+        input_files=sum(len(g.slices) for g in groups),
+        output_files=len(stats),
+        rows=sum(s.num_writes for s in stats),
+        seconds=time.monotonic() - started,
+    )
+    log.info("hoodie: clustering %s done: %s", instant, result)
+    return result
+
+
+def run(path: str, options: dict[str, str] | WriteConfig, runner: GroupRunner | None = None) -> ClusteringResult | None:
+    """Execute the oldest pending clustering whose runner is gone, or schedule and execute a
+    new one.  None when there is nothing to cluster."""
+    cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
+    storage = Storage(path)
+    timeline = Timeline.load(storage)
+    instant = None
+    for ts in sorted(pending_clusterings(storage, timeline)):
+        inst = Instant(ts, REPLACE_COMMIT, REQUESTED)
+        if rollback_failed_clustering(storage, inst, cfg):
+            instant = ts
+            break
+    if instant is None:
+        instant = schedule(storage, cfg, Timeline.load(storage))
+    if instant is None:
+        return None
+    return execute(storage, cfg, instant, runner)
+
+
+# ------------------------------------------------------------------------------------ inline
+
+
+def commits_since_last_clustering(storage: Storage, timeline: Timeline) -> int:
+    """Completed writes after the latest completed clustering (all of them if there is none)."""
+    store = TimelineStore(storage)
+    done = timeline.completed()
+    for i in range(len(done) - 1, -1, -1):
+        inst = done[i]
+        if inst.action == REPLACE_COMMIT and store.read_json(inst).get("operationType", "").upper() == CLUSTER:
+            return len(done) - 1 - i
+    return len(done)
+
+
+def maybe_run_inline(cfg: WriteConfig) -> ClusteringResult | None:
+    """hoodie.clustering.inline: after every `inline.max.commits` writes, cluster right here (in
+    the committing process, groups in a thread pool) before the write call returns."""
+    if not cfg.clustering_inline:
+        return None
+    storage = Storage(cfg.path)
+    if commits_since_last_clustering(storage, Timeline.load(storage)) < max(1, cfg.clustering_max_commits):
+        return None
+    try:
+        return run(cfg.path, cfg)
+    except Exception:
+        # The write itself is committed; a failed clustering is rolled back to its plan by the
+        # next writer or run (heartbeat expiry) and executed again at the next trigger.
+        log.exception("hoodie: inline clustering of %s failed; the write's commit stands", cfg.path)
+        return None

@@ -1,0 +1,77 @@
+"""Heartbeats of long-running table services: `.hoodie/.heartbeat/<instant>` (Hudi's layout).
+
+A clustering runs for minutes next to a writer that, at every write, rolls back what a failed
+writer left pending.  The heartbeat tells the two apart: the process running an instant
+rewrites the file every `interval` seconds with the current time; an instant whose heartbeat is
+older than `interval * (misses + 1)` (or absent) has lost its runner and may be rolled back.
+The time is read from the file's content, not its modification time, because object stores
+do not let a writer set that.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.timeline.timeline import META_DIR
+
+log = logging.getLogger(__name__)
+HEARTBEAT_DIR = f"{META_DIR}/.heartbeat"
+
+
+def heartbeat_path(instant: str) -> str:
+    return f"{HEARTBEAT_DIR}/{instant}"
+
+
+def last_beat(storage: Storage, instant: str) -> float | None:
+    """Seconds since the epoch of the instant's last heartbeat, or None if it has none."""
+    try:
+        raw = storage.read_bytes(heartbeat_path(instant))
+    except (FileNotFoundError, OSError):
+        return None
+    try:
+        return float(raw.decode("ascii").strip() or "nan")
+    except ValueError:
+        return None
+
+
+def is_alive(storage: Storage, instant: str, interval_s: float, misses: int, now: float | None = None) -> bool:
+    beat = last_beat(storage, instant)
+    if beat is None or beat != beat:  # absent or unreadable
+        return False
+    return (now if now is not None else time.time()) - beat <= interval_s * (misses + 1)
+
+
+class Heartbeat:
+    """Beats for one instant from a daemon thread while the `with` block runs."""
+
+    def __init__(self, storage: Storage, instant: str, interval_s: float):
+        self.storage = storage
+        self.instant = instant
+        self.interval_s = max(0.05, interval_s)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def beat(self) -> None:
+        self.storage.write_atomic(heartbeat_path(self.instant), repr(time.time()).encode("ascii"))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.beat()
+            except Exception as e:  # a missed beat is tolerated; the next one may succeed
+                log.warning("hoodie: heartbeat of %s failed: %s", self.instant, e)
+
+    def __enter__(self) -> Heartbeat:
+        self.beat()
+        self._thread = threading.Thread(target=self._run, name=f"hoodie-heartbeat-{self.instant}", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.storage.delete(heartbeat_path(self.instant))

@@ -164,7 +164,10 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
     base_files: tuple[BaseFile, ...] = ()
     clustering: tuple = ()
     avg_size = cfg.record_size_estimate
-    if cfg.operation in KEYED_OPERATIONS + ("insert",) and existing:  # insert: small-file packing
+    # insert packs small files, but not in a merge-on-read table: a file group there may have log
+    # files, which rewriting its base file would orphan (Hudi appends such inserts to the logs).
+    packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
+    if (cfg.operation in KEYED_OPERATIONS or packs) and existing:
         base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
         avg_size = _average_record_size(storage, timeline) or avg_size
         clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))

@@ -2,18 +2,28 @@
 
 Each base file is read with pyarrow and conformed to the table schema (columns added since
 the file was written are null-filled, narrower types widened), as hudi-rs does.
+
+With `filters`, base files are first pruned by their Parquet column statistics
+(`hoodie_sink.table.data_skipping`), then the rows of the remaining files are filtered exactly.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import functools
 import json
-from collections.abc import Callable, Iterator
+import logging
+import operator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.data_skipping import Predicate, as_predicates, prune
 from hoodie_sink.table.file_group import BaseFile
 from hoodie_sink.table.fs_view import FileSystemView
 from hoodie_sink.table.hoodie_table import latest_schema
@@ -21,6 +31,8 @@ from hoodie_sink.table.properties import MERGE_ON_READ, TableConfig, read_table_
 from hoodie_sink.table.schema import META_COLUMNS, avro_to_arrow
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.timeline import Timeline
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -92,10 +104,11 @@ def iter_snapshot(
     partition_filter: Callable[[str], bool] | None = None,
     as_of: str | None = None,
     read_optimized: bool = False,
+    filters: Sequence[Predicate | Sequence] | None = None,
 ) -> Iterator[pa.Table]:
+    """The snapshot one base file at a time.  `filters`: see `read_snapshot`."""
     snap = Snapshot.open(path, as_of, read_optimized)
-    for bf in snap.base_files(partition_filter):
-        yield snap.read_file(bf, columns)
+    yield from _read_files(snap, columns, partition_filter, as_predicates(filters))
 
 
 def read_snapshot(
@@ -104,8 +117,100 @@ def read_snapshot(
     partition_filter: Callable[[str], bool] | None = None,
     as_of: str | None = None,
     read_optimized: bool = False,
+    filters: Sequence[Predicate | Sequence] | None = None,
 ) -> pa.Table:
+    """The latest snapshot (as of `as_of`) of a copy-on-write table, or the base files of a
+    merge-on-read one with `read_optimized`.
+
+    `filters`: predicates that every returned row satisfies (AND), as `data_skipping.Predicate`s or
+    pyarrow-style tuples ``(column, op, value)`` with op one of ``= == < <= > >= in is_null
+    is_not_null starts_with``.  Base files whose Parquet statistics rule out every row are not
+    read; the rows of the others are filtered exactly with pyarrow, so comparisons never match a
+    null and NaN follows pyarrow (IEEE: NaN matches no comparison).
+    """
     snap = Snapshot.open(path, as_of, read_optimized)
     target = pa.schema([snap.schema.field(c) for c in columns]) if columns else snap.schema
-    tables = [snap.read_file(bf, columns) for bf in snap.base_files(partition_filter)]
+    tables = list(_read_files(snap, columns, partition_filter, as_predicates(filters)))
     return pa.concat_tables(tables) if tables else target.empty_table()
+
+
+def _read_files(
+    snap: Snapshot,
+    columns: list[str] | None,
+    partition_filter: Callable[[str], bool] | None,
+    predicates: list[Predicate],
+) -> Iterator[pa.Table]:
+    files = snap.base_files(partition_filter)
+    if not predicates:
+        for bf in files:
+            yield snap.read_file(bf, columns)
+        return
+    row_filter = row_filter_expression(predicates, snap.schema)
+    # Filter columns outside the projection are read too, and dropped after filtering.
+    extra = [] if columns is None else [c for c in dict.fromkeys(p.column for p in predicates) if c not in columns]
+    pruned = prune(snap.storage, files, predicates)
+    if pruned.skipped:
+        log.debug("data skipping: %d of %d base files skipped", pruned.skipped, pruned.considered)
+    for bf in pruned.files:
+        table = snap.read_file(bf, None if columns is None else columns + extra).filter(row_filter)
+        yield table.select(columns) if extra else table
+
+
+# ------------------------------------------------------------------------------- exact row filter
+
+
+def row_filter_expression(predicates: Sequence[Predicate], schema: pa.Schema) -> pc.Expression:
+    """The conjunction of `predicates` as a pyarrow expression over rows of `schema`."""
+    exprs = [_predicate_expression(p, _field(schema, p.column)) for p in predicates]
+    expr = functools.reduce(operator.and_, exprs)
+    try:  # type errors surface when the expression is bound: find them before reading any file
+        schema.empty_table().filter(expr)
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise HoodieTableError(f"Cannot apply filters {list(predicates)} to the table: {e}") from e
+    return expr
+
+
+def _field(schema: pa.Schema, name: str) -> pa.Field:
+    if schema.get_field_index(name) < 0:
+        raise HoodieTableError(
+            f"Filter on unknown column '{name}'; the table's columns: {', '.join(schema.names)}."
+        )
+    return schema.field(name)
+
+
+_COMPARE = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _predicate_expression(p: Predicate, f: pa.Field) -> pc.Expression:
+    col = pc.field(p.column)
+    if p.op == "is_null":
+        return col.is_null()  # NaN is not null
+    if p.op == "is_not_null":
+        return col.is_valid()
+    if p.op == "starts_with":
+        return pc.starts_with(col, pattern=p.value)
+    try:
+        if p.op == "in":
+            # Nulls dropped from the set, so that a null row matches nothing (SQL `IN`).
+            values = [_literal(v, f.type) for v in p.value if v is not None]
+            return col.isin(pa.array(values)) if values else pc.scalar(False)
+        return _COMPARE[p.op](col, pc.scalar(_literal(p.value, f.type)))
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise HoodieTableError(
+            f"Filter {p.column} {p.op} {p.value!r} does not apply to column type {f.type}: {e}"
+        ) from e
+
+
+def _literal(value, column_type: pa.DataType):
+    """`value` as pyarrow should see it next to a column of `column_type`.  pyarrow infers the
+    literal's type and casts for the comparison, except in two cases fixed here: timestamps with
+    and without time zone do not compare (naive values are UTC wall times, as in data skipping),
+    and an integer next to a decimal column needs to be a decimal."""
+    if isinstance(value, dt.datetime) and pa.types.is_timestamp(column_type):
+        if column_type.tz is not None and value.tzinfo is None:
+            return value.replace(tzinfo=dt.timezone.utc)
+        if column_type.tz is None and value.tzinfo is not None:
+            return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, int) and not isinstance(value, bool) and pa.types.is_decimal(column_type):
+        return decimal.Decimal(value)
+    return value

@@ -33,6 +33,7 @@ from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
 from hoodie_sink.table.fs_view import FileSystemView
 from hoodie_sink.table.hoodie_table import latest_schema, read_table_config
+from hoodie_sink.table.properties import MERGE_ON_READ
 from hoodie_sink.table.instant_guard import InstantGuard
 from hoodie_sink.table.layout import sort_indices
 from hoodie_sink.table.markers import delete_markers, list_marked_files
@@ -112,6 +113,12 @@ def rollback_failed_clustering(storage: Storage, instant: Instant, cfg: WriteCon
 
 def schedule(storage: Storage, cfg: WriteConfig, timeline: Timeline | None = None) -> str | None:
     """Write a new plan as `<t>.replacecommit.requested`; None when there is nothing to cluster."""
+    if read_table_config(storage).table_type == MERGE_ON_READ:
+        # its file slices may have log files, which a base-file rewrite would drop
+        raise HoodieTableError(
+            f"Clustering of the MERGE_ON_READ table at {storage.base_uri} is not supported yet (its log "
+            "files would need merging first)."
+        )
     timeline = timeline or Timeline.load(storage)
     pending = set(file_groups_under_clustering(storage, timeline))
     base_files = FileSystemView.load(storage, timeline).latest_base_files()

@@ -1,0 +1,179 @@
+"""Benchmark: the append operation and clustering (issue 5), on one local[2] session.
+
+Part 1, append throughput.  N trips rows (common.trips_df) are materialised once as parquet;
+the base table holds another N rows (bulk_insert, untimed).  Timed, interleaved, each from a
+fresh copy of the base (hoodie) or into a fresh directory (Spark):
+    spark    df.write.partitionBy("city").parquet(dir)                       (reference)
+    append   df.write.format("hoodie") operation=append (no index, no merge)
+    keyless  the same without a record key (generated keys)
+    upsert   df.write.format("hoodie") operation=upsert (COW: index lookup, small-file packing)
+Rows/s and ratios: append / spark (target >= 0.8), append / upsert (target >= 5).
+
+Part 2, clustering.  A table made of --small-files appends of --small-rows rows each (engine
+API, untimed), then hoodie_sink.cluster(spark=...) with sort column `fare` (linear) [timed]:
+rows/s rewritten, files before/after.  A filter query on the sort column through our Spark
+reader (`fare BETWEEN 10 AND 12`), before and after clustering: input partitions (= base files
+read) and seconds (best of 3, table loaded afresh each time).
+
+Prints a Markdown table.  Needs a quiet machine (waits up to --wait-idle s for one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import (  # noqa: E402  (benchmarks/ is not a package)
+    SparkSettings,
+    build_spark,
+    dir_stats,
+    format_table,
+    human_rows,
+    materialise,
+    scratch_dir,
+    settle,
+    trips_df,
+    wait_until_quiet,
+)
+
+BASE = {
+    "hoodie.table.name": "trips",
+    "hoodie.datasource.write.partitionpath.field": "city",
+}
+KEYED = {**BASE, "hoodie.datasource.write.recordkey.field": "trip_id", "hoodie.datasource.write.precombine.field": "ts"}
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000, help="part 1: rows per write (and in the base table)")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--small-files", type=int, default=200, help="part 2: appends before clustering")
+    ap.add_argument("--small-rows", type=int, default=10_000, help="part 2: rows per append")
+    ap.add_argument("--parts", default="1,2")
+    ap.add_argument("--wait-idle", type=float, default=60.0)
+    ap.add_argument("--quick", action="store_true", help="200k rows, 50 small files of 2k rows")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.rows, args.small_files, args.small_rows, args.repeat = 200_000, 50, 2_000, 1
+    return args
+
+
+def best_of(label, fn, repeat, wait_idle, prepare=None):
+    times = []
+    for _ in range(repeat):
+        if prepare:
+            prepare()
+        settle()
+        wait_until_quiet(wait_idle)
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        print(f"  {label:10s} {times[-1]:7.2f} s", flush=True)
+    return min(times)
+
+
+def part1(spark, args, scratch, rows_out):
+    both = trips_df(spark, 2 * args.rows, seed=42)
+    # base and batch split by a hash of the key: the batch's keys are all new to the table
+    base_src = materialise(both.where("pmod(hash(trip_id), 2) = 0"), os.path.join(scratch, "base_src"))
+    src = materialise(both.where("pmod(hash(trip_id), 2) = 1"), os.path.join(scratch, "src"))
+    n = src.count()
+    pristine = os.path.join(scratch, "pristine")
+    base_src.write.format("hoodie").options(**KEYED).option("hoodie.datasource.write.operation", "bulk_insert").mode(
+        "overwrite").save(pristine)  # fmt: skip
+    work = os.path.join(scratch, "work")
+
+    def fresh():
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(pristine, work)
+
+    def empty():
+        shutil.rmtree(work, ignore_errors=True)
+
+    results = {}
+    if True:
+        results["spark"] = best_of("spark", lambda: src.write.partitionBy("city").parquet(work), args.repeat,
+                                   args.wait_idle, empty)  # fmt: skip
+        results["append"] = best_of("append", lambda: src.write.format("hoodie").options(**KEYED).option(
+            "hoodie.datasource.write.operation", "append").mode("append").save(work), args.repeat, args.wait_idle, fresh)  # fmt: skip
+        files_append = dir_stats(work).data_files
+        results["keyless"] = best_of("keyless", lambda: src.write.format("hoodie").options(**BASE).option(
+            "hoodie.datasource.write.operation", "append").mode("append").save(work), args.repeat, args.wait_idle, empty)  # fmt: skip
+        results["upsert"] = best_of("upsert", lambda: src.write.format("hoodie").options(**KEYED).option(
+            "hoodie.datasource.write.operation", "upsert").mode("append").save(work), args.repeat, args.wait_idle, fresh)  # fmt: skip
+    for name, s in results.items():
+        rows_out.append({
+            "part": "1", "case": f"{human_rows(n)} rows, {name}", "s": f"{s:.2f}", "rows/s": f"{n / s:,.0f}",
+            "x spark (speed)": f"{results['spark'] / s:.2f}", "x upsert (speed)": f"{results['upsert'] / s:.2f}",
+        })  # fmt: skip
+    print(f"  append wrote {files_append} data files into a base of {dir_stats(pristine).data_files}")
+
+
+def part2(spark, args, scratch, rows_out):
+    import hoodie_sink
+
+    path = os.path.join(scratch, "logs")
+    shutil.rmtree(path, ignore_errors=True)
+    big = trips_df(spark, args.small_files * args.small_rows, seed=5).toArrow()
+    t0 = time.perf_counter()
+    for i in range(args.small_files):
+        chunk = big.slice(i * args.small_rows, args.small_rows)
+        hoodie_sink.write(chunk, path, {**BASE, "hoodie.datasource.write.operation": "append"})
+    print(f"  {args.small_files} appends of {args.small_rows:,} rows (engine API) in {time.perf_counter() - t0:.1f} s")
+
+    def query():
+        df = spark.read.format("hoodie").load(path).where("fare BETWEEN 10 AND 12")
+        parts = df.rdd.getNumPartitions()
+        t = time.perf_counter()
+        count = df.count()
+        return time.perf_counter() - t, parts, count
+
+    def best_query():
+        runs = [query() for _ in range(3)]
+        return min(r[0] for r in runs), runs[0][1], runs[0][2]
+
+    q_before = best_query()
+    files_before = dir_stats(path).data_files
+    wait_until_quiet(args.wait_idle)
+    t0 = time.perf_counter()
+    result = hoodie_sink.cluster(path, {**BASE, "hoodie.clustering.plan.strategy.sort.columns": "fare",
+                                        "hoodie.clustering.plan.strategy.small.file.limit": str(300 << 20)}, spark=spark)  # fmt: skip
+    s = time.perf_counter() - t0
+    q_after = best_query()
+    assert q_after[2] == q_before[2], (q_before, q_after)
+    live_files = len(hoodie_sink.table.reader.Snapshot.open(path).base_files())
+    rows_out.append({"part": "2", "case": f"clustering {result.input_files} files -> {result.output_files}",
+                     "s": f"{s:.2f}", "rows/s": f"{result.rows / s:,.0f}", "x spark (speed)": "", "x upsert (speed)": ""})  # fmt: skip
+    for label, (qs, parts, count) in (("before", q_before), ("after", q_after)):
+        rows_out.append({"part": "2", "case": f"query fare BETWEEN 10 AND 12 {label}: {parts} files read, {count:,} rows",
+                         "s": f"{qs:.2f}", "rows/s": "", "x spark (speed)": "", "x upsert (speed)": ""})  # fmt: skip
+    print(f"  files on storage before {files_before}, live after {live_files}")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    spark = build_spark(SparkSettings(extra=(("spark.sql.python.filterPushdown.enabled", "true"),)), "bench_append")
+    import hoodie_sink
+
+    hoodie_sink.register(spark)
+    rows_out: list[dict[str, str]] = []
+    with scratch_dir(None, "bench_append_") as scratch:
+        if "1" in args.parts:
+            print(f"part 1: {human_rows(args.rows)} rows", flush=True)
+            part1(spark, args, scratch, rows_out)
+        if "2" in args.parts:
+            print(f"part 2: {args.small_files} x {args.small_rows:,} rows", flush=True)
+            part2(spark, args, scratch, rows_out)
+    print()
+    print(format_table(rows_out))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

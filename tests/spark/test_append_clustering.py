@@ -137,3 +137,16 @@ def test_upsert_into_file_group_under_pending_clustering_fails_and_leaves_table(
         update.write.format("hoodie").options(**keyed).mode("append").save(str(path))
     assert sorted(str(p) for p in path.rglob("*") if ".hoodie" not in p.parts) == tree
     assert_table_matches(path, rows)
+
+
+def test_inline_clustering_in_a_stream(spark, tmp_path):
+    path = tmp_path / "t"
+    expected = log_files(tmp_path / "src", 8)
+    inline = {**CLUSTER, "hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "3"}
+    stream(spark, tmp_path / "src", path, tmp_path / "ckpt", inline)
+    tl = hudi_rs_timeline(path)
+    assert len(tl.get_completed_commits()) == 8
+    assert len(tl.get_completed_replacecommits()) == 2  # after the 3rd and the 6th micro-batch
+    assert_table_matches(path, expected)
+    # batches 7 and 8 came after the last clustering: 3 clustered files + 2 x 3 appended
+    assert len(Snapshot.open(str(path)).base_files()) == 9

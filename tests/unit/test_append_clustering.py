@@ -4,6 +4,7 @@ through the engine's Arrow API; every table is read back by hudi-rs and our read
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -228,3 +229,52 @@ def test_sort_indices_is_a_permutation_with_nulls(strategy):
     assert sorted(order) == [0, 1, 2, 3, 4]
     if strategy == "linear":
         assert pc.take(t.column("a"), pa.array(order)).to_pylist() == [1, 1, 2, 3, None]
+
+
+def test_concurrent_schedulers_make_disjoint_plans(tmp_path):
+    import threading
+
+    path = tmp_path / "t"
+    _appended_table(path, commits=6)
+    storage = Storage(str(path))
+    # groups of at most ~2 files, so that there is work for several plans
+    size = max(bf.size for bf in _files(path))
+    cfg = WriteConfig.from_options({**OPTS, **CLUSTER, "hoodie.clustering.plan.strategy.max.bytes.per.group": str(2 * size),
+                                    "hoodie.clustering.plan.strategy.max.num.groups": "2"}, path=str(path))  # fmt: skip
+    instants: list = []
+    threads = [threading.Thread(target=lambda: instants.append(clustering.schedule(storage, cfg))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    plans = clustering.pending_clusterings(storage, Timeline.load(storage))
+    assert len(plans) == len([i for i in instants if i]) >= 2
+    taken = [(s.partition_path, s.file_id) for groups in plans.values() for g in groups for s in g.slices]
+    assert len(taken) == len(set(taken))  # no file group in two plans
+
+
+def test_a_dead_clustering_is_taken_over_by_one_runner(tmp_path):
+    import threading
+
+    path = tmp_path / "t"
+    expected = _appended_table(path, commits=4)
+    opts = {**OPTS, **CLUSTER, "hoodie.client.heartbeat.interval_in_ms": "100"}
+    storage = Storage(str(path))
+    instant = clustering.schedule(storage, WriteConfig.from_options(opts, path=str(path)))
+    executed = []
+
+    def slow_runner(job, groups):
+        executed.append(job.instant)
+        time.sleep(0.5)
+        return clustering.local_runner(1)(job, groups)
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(clustering.run(str(path), opts, runner=slow_runner)))
+               for _ in range(3)]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert executed.count(instant) == 1
+    assert_table_matches(path, expected)
+    assert not [n for n in storage.list_names(".hoodie/.heartbeat") if n.startswith(instant)]

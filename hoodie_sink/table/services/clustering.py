@@ -23,6 +23,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -42,7 +43,7 @@ from hoodie_sink.table.reader import read_base_file
 from hoodie_sink.table.replace_metadata import decode_requested_replace, encode_requested_replace
 from hoodie_sink.table.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
 from hoodie_sink.table.services.clustering_plan import ClusteringGroup, from_avro_plan, plan_groups, to_avro_plan
-from hoodie_sink.table.services.heartbeat import Heartbeat, is_alive
+from hoodie_sink.table.services.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_path, is_alive, last_beat
 from hoodie_sink.table.services.rollback import delete_files, files_of_instant
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
@@ -93,10 +94,11 @@ def is_clustering(storage: Storage, instant: Instant) -> bool:
     return instant.action == REPLACE_COMMIT and clustering_plan(storage, instant.with_state(REQUESTED)) is not None
 
 
-def rollback_failed_clustering(storage: Storage, instant: Instant, cfg: WriteConfig) -> bool:
+def rollback_failed_clustering(storage: Storage, instant: Instant, cfg: WriteConfig, force: bool = False) -> bool:
     """Undo the execution of a clustering whose runner is gone (heartbeat expired): its files,
-    markers and inflight file go, its plan stays for the next run.  False if it is alive."""
-    if is_alive(storage, instant.timestamp, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
+    markers and inflight file go, its plan stays for the next run.  False if it is alive
+    (`force`: the caller has taken the instant over and beats for it already)."""
+    if not force and is_alive(storage, instant.timestamp, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
         return False
     store = TimelineStore(storage)
     if not storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT))):
@@ -111,15 +113,50 @@ def rollback_failed_clustering(storage: Storage, instant: Instant, cfg: WriteCon
 # ---------------------------------------------------------------------------------- schedule
 
 
-def schedule(storage: Storage, cfg: WriteConfig, timeline: Timeline | None = None) -> str | None:
+SCHEDULE_LOCK = f"{HEARTBEAT_DIR}/clustering.schedule.lock"
+STALE_LOCK_SECONDS = 60.0
+
+
+@contextmanager
+def _schedule_lock(storage: Storage, wait_seconds: float = 120.0):
+    """One scheduler at a time per table (an inline and an async runner, say): two plans made
+    from the same listing would both take the same small files, and both replacecommits would
+    then publish their rows.  A lock older than STALE_LOCK_SECONDS was left by a crash."""
+    deadline = time.monotonic() + wait_seconds
+    while not storage.create_if_absent(SCHEDULE_LOCK, repr(time.time()).encode("ascii")):
+        try:
+            since = float(storage.read_bytes(SCHEDULE_LOCK).decode("ascii"))
+        except (OSError, ValueError):
+            since = None
+        if since is not None and time.time() - since > STALE_LOCK_SECONDS:
+            storage.delete(SCHEDULE_LOCK)
+            continue
+        if time.monotonic() > deadline:
+            raise HoodieTableError(
+                f"Could not schedule a clustering on {storage.base_uri}: {storage.full(SCHEDULE_LOCK)} is held "
+                f"by another scheduler for over {wait_seconds:.0f} s."
+            )
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        storage.delete(SCHEDULE_LOCK)
+
+
+def schedule(storage: Storage, cfg: WriteConfig) -> str | None:
     """Write a new plan as `<t>.replacecommit.requested`; None when there is nothing to cluster."""
+    with _schedule_lock(storage):
+        return _schedule_locked(storage, cfg)
+
+
+def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
     if read_table_config(storage).table_type == MERGE_ON_READ:
         # its file slices may have log files, which a base-file rewrite would drop
         raise HoodieTableError(
             f"Clustering of the MERGE_ON_READ table at {storage.base_uri} is not supported yet (its log "
             "files would need merging first)."
         )
-    timeline = timeline or Timeline.load(storage)
+    timeline = Timeline.load(storage)  # under the lock: every earlier plan is on it
     pending = set(file_groups_under_clustering(storage, timeline))
     base_files = FileSystemView.load(storage, timeline).latest_base_files()
     groups = plan_groups(base_files, pending, cfg)
@@ -293,12 +330,18 @@ def run(path: str, options: dict[str, str] | WriteConfig, runner: GroupRunner | 
     timeline = Timeline.load(storage)
     instant = None
     for ts in sorted(pending_clusterings(storage, timeline)):
-        inst = Instant(ts, REPLACE_COMMIT, REQUESTED)
-        if rollback_failed_clustering(storage, inst, cfg):
-            instant = ts
-            break
+        if is_alive(storage, ts, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
+            continue  # its runner is at work
+        # Take the dead run over: one claim per dead heartbeat, so two runners never both resume it.
+        beat = last_beat(storage, ts)
+        if not storage.create_if_absent(f"{heartbeat_path(ts)}.takeover-{beat!r}"):
+            continue
+        Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat()  # writers: hands off
+        rollback_failed_clustering(storage, Instant(ts, REPLACE_COMMIT, REQUESTED), cfg, force=True)
+        instant = ts
+        break
     if instant is None:
-        instant = schedule(storage, cfg, Timeline.load(storage))
+        instant = schedule(storage, cfg)
     if instant is None:
         return None
     return execute(storage, cfg, instant, runner)

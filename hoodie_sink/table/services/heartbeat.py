@@ -75,3 +75,6 @@ class Heartbeat:
         if self._thread is not None:
             self._thread.join()
         self.storage.delete(heartbeat_path(self.instant))
+        for name in self.storage.list_names(HEARTBEAT_DIR):  # takeover claims of this instant
+            if name.startswith(f"{self.instant}.takeover-"):
+                self.storage.delete(f"{HEARTBEAT_DIR}/{name}")

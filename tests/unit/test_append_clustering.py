@@ -261,6 +261,7 @@ def test_a_dead_clustering_is_taken_over_by_one_runner(tmp_path):
     opts = {**OPTS, **CLUSTER, "hoodie.client.heartbeat.interval_in_ms": "100"}
     storage = Storage(str(path))
     instant = clustering.schedule(storage, WriteConfig.from_options(opts, path=str(path)))
+    time.sleep(0.5)  # the scheduler died before executing: its heartbeat (0.1 s x 3) expires
     executed = []
 
     def slow_runner(job, groups):

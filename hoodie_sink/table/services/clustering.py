@@ -167,10 +167,13 @@ def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
     store = TimelineStore(storage)
     for _ in range(20):  # another process may take the same millisecond
         instant = Timeline.load(storage).new_instant_time()
+        # Beat before the plan appears: a runner looking for dead plans must not take this one.
+        Heartbeat(storage, instant, cfg.heartbeat_interval_ms / 1000).beat()
         try:
             store.create_requested(instant, REPLACE_COMMIT, content)
             break
         except HoodieTableError:
+            storage.delete(heartbeat_path(instant))
             time.sleep(0.01)
     else:
         raise HoodieTableError(f"Could not schedule a clustering on {storage.base_uri}: no free instant time")

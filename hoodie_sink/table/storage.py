@@ -153,12 +153,24 @@ class Storage:
         if self.is_local:
             full = self.full(rel)
             os.makedirs(os.path.dirname(full), exist_ok=True)
+            if not data:
+                try:
+                    os.close(os.open(full, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                except FileExistsError:
+                    return False
+                return True
+            # With content: write a temp file, then hard-link it into place.  link() fails if the
+            # name exists, so the claim stays atomic, and nobody ever reads a half-written file
+            # (a reader of a plan being written would otherwise see it empty).
+            tmp = f"{full}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
             try:
-                fd = os.open(full, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.link(tmp, full)
             except FileExistsError:
                 return False
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+            finally:
+                os.unlink(tmp)
             return True
         if self.exists(rel):
             return False

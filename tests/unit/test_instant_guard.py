@@ -58,3 +58,16 @@ def _check_only_after_write(self):
 
     if inspect.stack()[1].function == "wrote" and not self.alive():
         raise HoodieCommitError(f"Instant {self.instant} is no longer in flight")
+
+
+def test_create_if_absent_publishes_content_atomically(tmp_path):
+    """A claim with content (a clustering plan, say) is never visible empty: a writer reading a
+    plan being written would take it for another kind of instant and roll it back."""
+    from hoodie_sink.table.storage import Storage
+
+    storage = Storage(str(tmp_path))
+    assert storage.create_if_absent(".hoodie/x.requested", b"plan")
+    assert not storage.create_if_absent(".hoodie/x.requested", b"other")
+    assert storage.read_bytes(".hoodie/x.requested") == b"plan"
+    assert storage.create_if_absent(".hoodie/y.marker")
+    assert sorted(p.name for p in (tmp_path / ".hoodie").iterdir()) == ["x.requested", "y.marker"]  # no temp left

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.errors import HoodieCommitError, HoodieTableError
 from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
 from hoodie_sink.table.fs_view import FileSystemView
 from hoodie_sink.table.hoodie_table import latest_schema, read_table_config
@@ -305,6 +305,16 @@ def execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunne
         for g in groups:
             for s in g.slices:
                 replaced.setdefault(s.partition_path, []).append(s.file_id)
+        # Complete only what is still ours: a writer that (wrongly) took this run for dead has
+        # deleted the inflight file and our files, and replacing the old file groups with
+        # missing files would lose their rows.
+        missing = [s.path for s in stats if not storage.exists(s.path)]
+        if not storage.exists(store.path(inflight)) or missing:
+            raise HoodieCommitError(
+                f"Clustering {instant} on {storage.base_uri} was rolled back while it ran (inflight file "
+                f"gone or {len(missing)} of its files missing); nothing was committed. Help: raise "
+                "hoodie.client.heartbeat.interval_in_ms if the runner cannot beat in time."
+            )
         md = CommitMetadata(
             operation_type=CLUSTER,
             write_stats=stats,

@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (  # noqa: E402  (benchmarks/ is not a package)
+from common import (
     SparkSettings,
     build_spark,
     dir_stats,

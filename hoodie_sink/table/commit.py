@@ -20,12 +20,12 @@ import pyarrow as pa
 
 from hoodie_sink.config import KEYED_OPERATIONS, WriteConfig
 from hoodie_sink.errors import (
-    HoodieWriteConflictError,
     HoodieCommitError,
     HoodieInjectedFailure,
     HoodieKeyError,
     HoodieSchemaError,
     HoodieTableError,
+    HoodieWriteConflictError,
 )
 from hoodie_sink.table.file_group import PARTITION_METAFILE, BaseFile
 from hoodie_sink.table.fs_view import FileSystemView
@@ -292,7 +292,7 @@ def check_clustering_conflicts(ctx: WriteContext, stats: list[WriteStat]) -> Non
 
 
 def clustering_conflict(path: str, conflicts: dict[tuple[str, str], str]) -> HoodieWriteConflictError:
-    (part, fid), ts = sorted(conflicts.items())[0]
+    (part, fid), ts = min(conflicts.items())
     return HoodieWriteConflictError(
         f"The write changes {len(conflicts)} file group(s) of the table at {path} that clustering "
         f"{ts} is rewriting (e.g. file group {fid} in partition '{part}'); updates and deletes of file "

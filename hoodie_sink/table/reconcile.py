@@ -57,7 +57,6 @@ class Reconciliation:
 
 
 def reconcile(ctx: WriteContext, results: list, threads: int | None = None) -> Reconciliation:
-    storage = ctx.storage
     stats = [s for r in results for s in r.write_stats]
     out = Reconciliation(stats=stats, missing_deletes=sum(getattr(r, "num_missing_deletes", 0) for r in results))
     contended = {st.file_id for r in results for st in getattr(r, "staged", [])}

@@ -8,11 +8,11 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from hoodie_sink.table import commit
-from hoodie_sink.table.services import clustering
 from hoodie_sink.table.append_task import AppendTask
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.metadata import CommitMetadata
 from hoodie_sink.table.reconcile import reconcile
+from hoodie_sink.table.services import clustering
 from hoodie_sink.table.upsert_task import UpsertTask
 from hoodie_sink.table.write_task import InsertTask, TaskIdentity, TaskResult
 

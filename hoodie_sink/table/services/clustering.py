@@ -23,8 +23,8 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,21 +34,31 @@ from hoodie_sink.errors import HoodieCommitError, HoodieTableError
 from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
 from hoodie_sink.table.fs_view import FileSystemView
 from hoodie_sink.table.hoodie_table import latest_schema, read_table_config
-from hoodie_sink.table.properties import MERGE_ON_READ
 from hoodie_sink.table.instant_guard import InstantGuard
 from hoodie_sink.table.layout import sort_indices
 from hoodie_sink.table.markers import delete_markers, list_marked_files
 from hoodie_sink.table.metadata import SCHEMA_KEY, CommitMetadata, WriteStat
+from hoodie_sink.table.properties import MERGE_ON_READ
 from hoodie_sink.table.reader import read_base_file
 from hoodie_sink.table.replace_metadata import decode_requested_replace, encode_requested_replace
 from hoodie_sink.table.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
-from hoodie_sink.table.services.clustering_plan import ClusteringGroup, from_avro_plan, plan_groups, to_avro_plan
+from hoodie_sink.table.services.clustering_plan import (
+    ClusteringGroup,
+    from_avro_plan,
+    plan_groups,
+    to_avro_plan,
+)
 from hoodie_sink.table.services.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_path, is_alive, last_beat
 from hoodie_sink.table.services.rollback import delete_files, files_of_instant
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.timeline.timeline import Timeline, TimelineStore
-from hoodie_sink.table.writers.base_file import BaseFileWriter, ParquetSettings, RollingBaseFileWriter, file_schema
+from hoodie_sink.table.writers.base_file import (
+    BaseFileWriter,
+    ParquetSettings,
+    RollingBaseFileWriter,
+    file_schema,
+)
 
 log = logging.getLogger(__name__)
 CLUSTER = "CLUSTER"

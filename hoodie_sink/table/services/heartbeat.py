@@ -11,6 +11,7 @@ do not let a writer set that.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 
@@ -39,7 +40,7 @@ def last_beat(storage: Storage, instant: str) -> float | None:
 
 def is_alive(storage: Storage, instant: str, interval_s: float, misses: int, now: float | None = None) -> bool:
     beat = last_beat(storage, instant)
-    if beat is None or beat != beat:  # absent or unreadable
+    if beat is None or math.isnan(beat):  # absent or unreadable
         return False
     return (now if now is not None else time.time()) - beat <= interval_s * (misses + 1)
 
@@ -61,10 +62,10 @@ class Heartbeat:
         while not self._stop.wait(self.interval_s):
             try:
                 self.beat()
-            except Exception as e:  # a missed beat is tolerated; the next one may succeed
+            except Exception as e:  # noqa: BLE001 - a missed beat is tolerated; the next one may succeed
                 log.warning("hoodie: heartbeat of %s failed: %s", self.instant, e)
 
-    def __enter__(self) -> Heartbeat:
+    def __enter__(self) -> Heartbeat:  # noqa: PYI034
         self.beat()
         self._thread = threading.Thread(target=self._run, name=f"hoodie-heartbeat-{self.instant}", daemon=True)
         self._thread.start()

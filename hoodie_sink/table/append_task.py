@@ -110,13 +110,7 @@ class AppendTask:
                 self.schema, self.ctx.avro_with_meta, self.settings, guard=self.guard,
             )  # fmt: skip
 
-        writer = RollingBaseFileWriter(new_writer, self.settings)
-        try:
-            writer.write(data, keys)
-            self.result.write_stats.extend(writer.close())
-        except BaseException:
-            writer.abort()
-            raise
+        self.result.write_stats.extend(RollingBaseFileWriter(new_writer, self.settings).write_all(data, keys))
 
 
 def _split_by_partition(data: pa.Table, keys: pa.Array, parts: pa.Array):
@@ -126,8 +120,9 @@ def _split_by_partition(data: pa.Table, keys: pa.Array, parts: pa.Array):
     argsort), not a string sort of every row."""
     if len(parts) == 0:
         return
-    encoded = pc.dictionary_encode(parts).combine_chunks() if isinstance(parts, pa.ChunkedArray) else (
-        pc.dictionary_encode(parts))  # fmt: skip
+    encoded = pc.dictionary_encode(parts)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
     values = encoded.dictionary.to_pylist()
     if len(values) == 1:
         yield values[0], data, keys

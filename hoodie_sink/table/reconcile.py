@@ -138,12 +138,7 @@ def _rewrite(
         storage, part, fid, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i, schema, ctx.avro_with_meta,
         parquet_settings(ctx), prev_commit=prev, io_type=MERGE, seed_bloom=seed,
     )  # fmt: skip
-    try:
-        writer.write(data, keys, times, seqnos, num_updates=counts[0], bloom_keys=new_keys)
-        stat = writer.close()
-    except BaseException:
-        writer.abort()
-        raise
+    stat = writer.write_all(data, keys, times, seqnos, num_updates=counts[0], bloom_keys=new_keys)
     stat.num_update_writes, stat.num_inserts, stat.num_deletes = counts[0], max(counts[1], 0), counts[2]
     return stat, missing
 

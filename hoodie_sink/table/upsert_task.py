@@ -292,13 +292,8 @@ class UpsertTask:
             prev_commit=old_bf.instant if old_bf else "null", io_type=MERGE, guard=self.guard,
             seed_bloom=cached_bloom(self.storage, old_bf.path) if old_bf else None,
         )  # fmt: skip
-        try:
-            writer.write(merged.data, merged.keys, merged.commit_times, merged.seqnos, num_updates=merged.num_updates,
-                         bloom_keys=merged.inserted_keys if old_bf else None)  # fmt: skip
-            stat = writer.close()
-        except BaseException:
-            writer.abort()
-            raise
+        stat = writer.write_all(merged.data, merged.keys, merged.commit_times, merged.seqnos,
+                                num_updates=merged.num_updates, bloom_keys=merged.inserted_keys if old_bf else None)  # fmt: skip
         stat.num_inserts = merged.num_inserts
         stat.num_deletes = merged.num_deletes
         with self._lock:
@@ -331,13 +326,9 @@ class UpsertTask:
                 self.file_schema, self.ctx.avro_with_meta, self.settings, guard=self.guard,
             )  # fmt: skip
 
-        writer = RollingBaseFileWriter(new_writer, self.settings)
-        try:
-            writer.write(data_of(inserts), inserts.column(KEY).combine_chunks())
-            stats = writer.close()
-        except BaseException:
-            writer.abort()
-            raise
+        stats = RollingBaseFileWriter(new_writer, self.settings).write_all(
+            data_of(inserts), inserts.column(KEY).combine_chunks()
+        )
         with self._lock:
             self.result.write_stats.extend(stats)
         if not self.append_only and self.cfg.index_type != "bucket":

@@ -175,13 +175,7 @@ class InsertTask:
                 guard=self._guard,
             )  # fmt: skip
 
-        writer = RollingBaseFileWriter(new_writer, self.settings)
-        try:
-            writer.write(data, keys)
-            self.result.write_stats.extend(writer.close())
-        except BaseException:
-            writer.abort()
-            raise
+        self.result.write_stats.extend(RollingBaseFileWriter(new_writer, self.settings).write_all(data, keys))
 
 
 def select_data(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -285,11 +285,10 @@ class BloomFilter:
         version, plus the keys a merge inserts, is a valid filter of the merged version: rows
         a merge dropped only leave bits that cost a little pruning, never correctness.  The
         copy may grow new rows up to `max_entries` (the dynamic filter's bound, not serialised)."""
-        out = BloomFilter(
+        return BloomFilter(
             self._type_code, self.vector_size, self.nb_hash, self.hash_type,
             bits=self._bits.copy(), nr=self._nr, current_nb_record=self._current_nb_record, max_nr=max_entries,
         )  # fmt: skip
-        return out
 
     def same_shape(self, other: BloomFilter) -> bool:
         """Same type, size, hash count and row capacity: keys added to one land as in the other."""

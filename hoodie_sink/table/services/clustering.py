@@ -241,13 +241,7 @@ def execute_group(job: ClusteringJob, index: int, group: ClusteringGroup, token:
             schema, job.avro_with_meta, job.settings, guard=guard,
         )  # fmt: skip
 
-    writer = RollingBaseFileWriter(new_writer, job.settings)
-    try:
-        writer.write(data, keys, times, seqnos)
-        return writer.close()
-    except BaseException:
-        writer.abort()
-        raise
+    return RollingBaseFileWriter(new_writer, job.settings).write_all(data, keys, times, seqnos)
 
 
 GroupRunner = Callable[[ClusteringJob, Sequence[ClusteringGroup]], list[list[WriteStat]]]

@@ -219,6 +219,15 @@ class BaseFileWriter:
             max_record_key=self._max,
         )
 
+    def write_all(self, data: pa.Table, keys: pa.Array, *args, **kwargs) -> WriteStat:
+        """write() everything, then close(); on any failure abort() (the marker remains)."""
+        try:
+            self.write(data, keys, *args, **kwargs)
+            return self.close()
+        except BaseException:
+            self.abort()
+            raise
+
     def abort(self) -> None:
         """Close without publishing anything useful (the marker lets rollback find the file)."""
         try:
@@ -337,6 +346,17 @@ class RollingBaseFileWriter:
             if w.bytes_written >= budget * 0.95:
                 self.stats.append(w.close())
                 self.current = None
+
+    def write_all(
+        self, data: pa.Table, keys: pa.Array, commit_times: pa.Array | None = None, seqnos: pa.Array | None = None
+    ) -> list[WriteStat]:
+        """write() everything, then close(); on any failure abort() the open file."""
+        try:
+            self.write(data, keys, commit_times, seqnos)
+            return self.close()
+        except BaseException:
+            self.abort()
+            raise
 
     def close(self) -> list[WriteStat]:
         if self.current is not None:

@@ -71,7 +71,9 @@ def check_not_foreign(storage: Storage) -> None:
         kind = "a Delta Lake table (_delta_log/)"
     elif "metadata" in names and any(n.endswith(".metadata.json") for n in storage.list_names("metadata")):
         kind = "an Apache Iceberg table (metadata/*.metadata.json)"
-    elif any(f.endswith(".parquet") for f in found):
+    elif any(f.endswith(".parquet") for f in found) or any(
+        n.endswith(".parquet") for d in found[:5] if d.endswith("/") for n in storage.list_names(d.rstrip("/"))
+    ):  # Parquet files, or partition folders of them (looked into a few, not the whole tree)
         kind = "Parquet files"
     else:
         kind = "other files or folders"

@@ -1,10 +1,11 @@
 """Options: Apache Hudi's option names (and Hudi SQL's short aliases) -> one frozen WriteConfig.
 
 Options are parsed once, at the boundary.  Spark lowercases option keys, so every key is
-matched case-insensitively.  An unknown `hoodie.*` key is an error (with a suggestion), except
-for Hudi options that only tune Hudi's own JVM machinery (parallelism, cleaning, hive sync,
-...): those are accepted and ignored so that an existing Hudi job moves over by changing the
-format name alone.
+matched case-insensitively.  An unknown `hoodie.*` key is an error (with a suggestion).  Hudi
+options that only tune Hudi's own JVM machinery (parallelism, timeline server, memory) are
+accepted and ignored so that an existing Hudi job moves over by changing the format name alone;
+Hudi options that would change what is written or read are accepted only with the value that
+describes what we do, and refused otherwise (no option is silently ignored).
 """
 
 from __future__ import annotations
@@ -66,6 +67,25 @@ def _choice(*choices: str, aliases: Mapping[str, str] | None = None) -> Callable
     return parse
 
 
+# Record payload classes (how a change merges with the stored record), by Hudi's class names.
+OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+SUPPORTED_PAYLOADS = (OVERWRITE_WITH_LATEST_PAYLOAD, DEFAULT_PAYLOAD)
+
+
+def _payload_class(key: str, v: str) -> str:
+    name = v.strip()
+    for cls in SUPPORTED_PAYLOADS:
+        if name.lower() in (cls.lower(), cls.rsplit(".", 1)[1].lower()):
+            return cls
+    raise HoodieConfigError(
+        f"Option '{key}'='{v}' is not supported: hoodie_sink merges records by commit time "
+        f"(OverwriteWithLatestAvroPayload: the incoming record replaces the stored one) or by event time "
+        f"(DefaultHoodieRecordPayload: the higher precombine value wins, also against the stored record). "
+        f"Supported: {', '.join(SUPPORTED_PAYLOADS)}."
+    )
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 OPERATIONS = (
@@ -94,6 +114,13 @@ OPTIONS: tuple[Option, ...] = (
            ("hoodie.table.partition.fields", "partitionby"), True),
     Option("hoodie.datasource.write.precombine.field", "precombine_field", _str,
            ("precombinefield", "hoodie.table.precombine.field"), True),
+    Option("hoodie.datasource.write.payload.class", "payload_class", _payload_class,
+           ("payloadclass", "hoodie.compaction.payload.class"), True,
+           doc="How a change merges with the stored record: OverwriteWithLatestAvroPayload (commit time: the "
+               "incoming record wins) or DefaultHoodieRecordPayload (event time: the higher precombine value "
+               "wins). Default: DefaultHoodieRecordPayload with a precombine field, else OverwriteWithLatest."),
+    Option("hoodie.write.set.null.for.missing.columns", "set_null_for_missing_columns", _bool,
+           doc="A table column that the input lacks is written as null (it must be nullable)."),
     Option("hoodie.datasource.write.operation", "operation",
            _choice(*OPERATIONS, aliases={"bulkinsert": "bulk_insert"})),
     Option("hoodie.datasource.write.append.mode", "append_mode", _bool,
@@ -166,22 +193,116 @@ for _opt in OPTIONS:
     for _k in (_opt.key, *_opt.aliases):
         _BY_KEY[_k.lower()] = _opt
 
-# Hudi options that tune Hudi's own JVM machinery.  Accepted so existing jobs move over
-# unchanged; they have no effect here.
-IGNORED_PREFIXES = (
+# Hudi options that only tune Hudi's own JVM machinery: they change how fast or in how much
+# memory Java computes a write, never which rows are written or read.  Accepted so existing jobs
+# move over unchanged; they have no effect here.  Keep this list small: an option that changes
+# results belongs in _FIXED_VALUES (accepted only with the value we implement) or _REFUSED_PREFIXES.
+TUNING_OPTIONS = (
+    # Spark shuffle parallelism of Hudi's Java stages: the input's own partitioning drives ours
     "hoodie.upsert.shuffle.parallelism", "hoodie.insert.shuffle.parallelism",
     "hoodie.bulkinsert.shuffle.parallelism", "hoodie.delete.shuffle.parallelism",
-    "hoodie.metadata.", "hoodie.datasource.hive_sync.", "hoodie.datasource.meta.sync.",
-    "hoodie.meta.sync.", "hoodie.cleaner.", "hoodie.clean.", "hoodie.keep.", "hoodie.archive.",
-    "hoodie.embed.timeline.server", "hoodie.write.markers.", "hoodie.write.concurrency.",
-    "hoodie.write.lock.", "hoodie.combine.before.", "hoodie.datasource.write.reconcile.schema",
-    "hoodie.datasource.write.payload.class", "hoodie.payload.", "hoodie.compaction.payload.class",
-    "hoodie.bulkinsert.sort.mode", "hoodie.datasource.write.row.writer.enable",
-    "hoodie.schema.on.read.enable", "hoodie.avro.schema.", "hoodie.finalize.write.parallelism",
-    "hoodie.markers.", "hoodie.consistency.check.", "hoodie.populate.meta.fields",
-    "hoodie.table.version", "hoodie.timeline.layout.version", "hoodie.table.timeline.timezone",
-    "hoodie.datasource.write.drop.partition.columns", "hoodie.memory.", "hoodie.fail.on.timeline.archiving",
+    "hoodie.finalize.write.parallelism",
+    # Java's embedded timeline server (serves file-system views to executors): we have none
+    "hoodie.embed.timeline.server",
+    # memory fractions and spill paths of Java's merge maps: our tasks budget memory themselves
+    "hoodie.memory.",
+    # Java's row-writer code path for bulk_insert: same rows, different JVM implementation
+    "hoodie.datasource.write.row.writer.enable",
+    # how Java stores its markers: we always write direct marker files (which every Hudi
+    # rollback understands); the markers are deleted at the commit either way
+    "hoodie.write.markers.", "hoodie.markers.",
+    # the eventual-consistency guard of old S3 clients: our storage listings are consistent
+    "hoodie.consistency.check.",
+    # how Java sorts bulk_insert input: file layout only; the rows read back are the same
+    "hoodie.bulkinsert.sort.mode",
+    # what Java does when archiving fails: we never archive (see hoodie.archive.* below)
+    "hoodie.fail.on.timeline.archiving",
 )  # fmt: skip
+IGNORED_PREFIXES = TUNING_OPTIONS  # the former name
+
+# Hudi options that change what is written or read, accepted only with the value(s) that
+# describe what hoodie_sink does anyway (key -> (accepted values, what hoodie_sink does)).
+_FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
+    "hoodie.metadata.enable": (("false",), "hoodie_sink does not write Hudi's metadata table"),
+    "hoodie.datasource.hive_sync.enable": (("false",), "hoodie_sink does not sync to a Hive metastore"),
+    "hoodie.datasource.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
+    "hoodie.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
+    "hoodie.write.concurrency.mode": (("single_writer",), "one writer at a time (no optimistic concurrency control)"),
+    "hoodie.combine.before.upsert": (("true",), "upserts always keep one record per key (precombine)"),
+    "hoodie.combine.before.delete": (("true",), "deletes always keep one record per key"),
+    "hoodie.combine.before.insert": (("false",), "insert and bulk_insert never de-duplicate"),
+    "hoodie.datasource.write.reconcile.schema": (
+        ("false",), "the input schema becomes the table schema (every table column must be in the input; "
+        "see hoodie.write.set.null.for.missing.columns)"),
+    "hoodie.populate.meta.fields": (("true",), "base files always carry the five _hoodie_* meta columns"),
+    "hoodie.datasource.write.drop.partition.columns": (("false",), "partition columns stay in the base files"),
+    "hoodie.table.version": (("6",), "hoodie_sink writes table version 6"),
+    "hoodie.write.table.version": (("6",), "hoodie_sink writes table version 6"),
+    "hoodie.timeline.layout.version": (("1",), "hoodie_sink writes timeline layout version 1"),
+    "hoodie.table.timeline.timezone": (("utc",), "instant times are UTC"),
+    "hoodie.schema.on.read.enable": (("false",), "schema evolution on read is not supported"),
+    # Cleaning and archival are not built yet: old file versions and timeline files are kept.
+    # Hudi's default is on, so Hudi users do not set these; unset we do nothing.  Set to true they
+    # are refused: a job that asks for cleaning expects old file versions to disappear (e.g. rows
+    # deleted for compliance, which stay in older base files until cleaned), and silently keeping
+    # them would break that expectation.
+    "hoodie.clean.automatic": (("false",), "cleaning is not implemented yet: old file versions are kept"),
+    "hoodie.clean.async": (("false",), "cleaning is not implemented yet: old file versions are kept"),
+    "hoodie.archive.automatic": (("false",), "archival is not implemented yet: the timeline is kept whole"),
+    "hoodie.archive.async": (("false",), "archival is not implemented yet: the timeline is kept whole"),
+}
+
+# Hudi option groups that are refused whatever their value (prefix -> why, what to do).
+_REFUSED_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("hoodie.write.lock.", "lock providers are for several concurrent writers; hoodie_sink supports one "
+     "writer at a time (hoodie.write.concurrency.mode=single_writer). Remove the hoodie.write.lock.* options"),
+    ("hoodie.write.concurrency.", "only hoodie.write.concurrency.mode=single_writer is supported"),
+    ("hoodie.cleaner.", "cleaning is not implemented yet (old file versions are kept); remove the cleaner "
+     "settings or set hoodie.clean.automatic=false"),
+    ("hoodie.clean.", "cleaning is not implemented yet (old file versions are kept)"),
+    ("hoodie.keep.", "archival is not implemented yet (the timeline is kept whole)"),
+    ("hoodie.archive.", "archival is not implemented yet (the timeline is kept whole)"),
+    ("hoodie.payload.", "payload settings are not supported; the ordering field is "
+     "hoodie.datasource.write.precombine.field and deletes use the _hoodie_is_deleted column"),
+    ("hoodie.avro.schema.", "Avro schema overrides are not supported; the input schema is the write schema"),
+)
+
+# Option groups configuring a feature that is off unless its switch (in _FIXED_VALUES) is on: their
+# other keys are harmless, but a sub-feature switched on ("*.enable=true") is refused.
+_SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("hoodie.metadata.", "hoodie.metadata.enable"),
+    ("hoodie.datasource.hive_sync.", "hoodie.datasource.hive_sync.enable"),
+    ("hoodie.datasource.meta.sync.", "hoodie.datasource.meta.sync.enable"),
+    ("hoodie.meta.sync.", "hoodie.meta.sync.enable"),
+)
+
+
+def _check_hudi_option(key: str, value: str) -> bool:
+    """True if `key` is a Hudi option accepted without effect; raise if it would change results
+    and is not implemented; False if it is not a known Hudi option at all."""
+    if key.startswith(TUNING_OPTIONS):
+        return True
+    fixed = _FIXED_VALUES.get(key)
+    if fixed is not None:
+        accepted, what = fixed
+        if value.strip().lower() not in accepted:
+            raise HoodieConfigError(
+                f"Option '{key}'='{value}' is not supported: {what}. "
+                f"Supported: {' or '.join(repr(a) for a in accepted)} (or leave the option unset)."
+            )
+        return True
+    for prefix, switch in _SWITCHED_SECTIONS:
+        if key.startswith(prefix):
+            if key.endswith(".enable") and value.strip().lower() in ("true", "1", "yes"):
+                raise HoodieConfigError(
+                    f"Option '{key}'='{value}' is not supported: it needs {switch}=true, which hoodie_sink "
+                    f"does not implement. Supported: 'false' (or leave the option unset)."
+                )
+            return True
+    for prefix, why in _REFUSED_PREFIXES:
+        if key.startswith(prefix):
+            raise HoodieConfigError(f"Option '{key}'='{value}' is not supported: {why}.")
+    return False
 
 # Non-hoodie keys Spark or users pass that we ignore silently.
 _PASSTHROUGH = ("path", "checkpointlocation", "queryname", "__path")
@@ -217,6 +338,8 @@ class WriteConfig:
     append_mode: bool = False
     partition_fields: tuple[str, ...] = ()
     precombine_field: str | None = None
+    payload_class: str | None = None  # None: derived when the table is opened (see resolve_payload)
+    set_null_for_missing_columns: bool = False
     operation: str = "upsert"
     table_type: str = "copy_on_write"
     hive_style: bool = False
@@ -283,7 +406,7 @@ class WriteConfig:
                 values[opt.attr] = opt.parse(key, value)
                 explicit.add(opt.attr)
             elif key.startswith("hoodie."):
-                if key.startswith(IGNORED_PREFIXES):
+                if _check_hudi_option(key, value):
                     ignored.append(key)
                     continue
                 near = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.75)
@@ -325,6 +448,18 @@ class WriteConfig:
                 f"Option 'hoodie.datasource.write.keygenerator.class'='{self.keygen_class}' is not supported; "
                 f"supported: {', '.join(CLASS_BY_KEYGEN.values())}."
             )
+        if self.index_type == "bucket" and self.num_buckets < 1:
+            raise HoodieConfigError(
+                f"Option 'hoodie.bucket.index.num.buckets' must be at least 1, got {self.num_buckets}."
+            )
+        if self.clustering_partition_regex:
+            try:
+                re.compile(self.clustering_partition_regex)
+            except re.error as e:
+                raise HoodieConfigError(
+                    f"Option 'hoodie.clustering.plan.strategy.partition.regex.pattern'="
+                    f"'{self.clustering_partition_regex}' is not a valid regular expression: {e}."
+                ) from None
         if self.table_name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.table_name):
             raise HoodieConfigError(
                 f"Option 'hoodie.table.name'='{self.table_name}' is not a valid name (letters, digits, '_')."
@@ -346,6 +481,12 @@ class WriteConfig:
         if len(self.record_key_fields) > 1 or len(self.partition_fields) > 1:
             return "complex"
         return "simple"
+
+    @property
+    def commit_time_ordering(self) -> bool:
+        """True when the incoming record replaces the stored one whatever the ordering values
+        (OverwriteWithLatestAvroPayload); the precombine field then only de-duplicates a batch."""
+        return self.payload_class == OVERWRITE_WITH_LATEST_PAYLOAD
 
     def default_table_name(self) -> str:
         base = os.path.basename(self.path.rstrip("/")) or "hoodie_table"

@@ -81,7 +81,7 @@ class AppendTask:
         else:
             keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
-        data = pa.Table.from_batches([select_data(batch, self.ctx.data_schema)])
+        data = pa.Table.from_batches([select_data(batch, self.ctx.data_schema, self.ctx.config.set_null_for_missing_columns)])
         self._rows += n
         self.result.num_records += n
         for part, rows, row_keys in _split_by_partition(data, keys, parts):

@@ -21,6 +21,7 @@ import pyarrow as pa
 from hoodie_sink.config import KEYED_OPERATIONS, WriteConfig
 from hoodie_sink.errors import (
     HoodieCommitError,
+    HoodieConfigError,
     HoodieInjectedFailure,
     HoodieKeyError,
     HoodieSchemaError,
@@ -29,7 +30,9 @@ from hoodie_sink.errors import (
 )
 from hoodie_sink.table.file_group import PARTITION_METAFILE, BaseFile
 from hoodie_sink.table.fs_view import FileSystemView
+from hoodie_sink.table.keygen import check_key_columns, keygen_config_of
 from hoodie_sink.table.hoodie_table import (
+    check_not_foreign,
     create_table,
     latest_schema,
     new_table_config,
@@ -45,8 +48,10 @@ from hoodie_sink.table.schema import (
     arrow_to_avro,
     avro_to_arrow,
     check_compatible,
+    check_ordering_field,
     storage_schema,
     with_meta_fields,
+    with_missing_as_nulls,
 )
 from hoodie_sink.table.services.clustering import file_groups_under_clustering
 from hoodie_sink.table.services.rollback import delete_files, rollback_failed_writes
@@ -125,11 +130,13 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
         table = read_table_config(storage)
         cfg = reconcile(cfg, table)
     else:
+        check_not_foreign(storage)
         table = new_table_config(cfg)
-        cfg = cfg.with_(table_name=table.name)
+        cfg = cfg.with_(table_name=table.name, payload_class=table.payload_class)
+    # Everything that can refuse the options or the input is checked before anything is written.
     _check_input_columns(cfg, input_schema)
-    # Everything that can refuse the input is checked before anything is written.
     data_schema = storage_schema(_without_meta(input_schema))
+    _check_options_against_input(cfg, input_schema, data_schema)
     incoming = arrow_to_avro(data_schema, table.name)
     if not exists:
         if cfg.operation == "delete":
@@ -145,6 +152,9 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
         data_schema = storage_schema(avro_to_arrow(incoming, force_nullable=True))
     elif existing:
         existing_avro = json.loads(existing)
+        if cfg.set_null_for_missing_columns:
+            data_schema = with_missing_as_nulls(data_schema, existing_avro)
+            incoming = arrow_to_avro(data_schema, table.name)
         check_compatible(existing_avro, incoming)
         data_schema = _table_order(data_schema, existing_avro)
         incoming = arrow_to_avro(data_schema, table.name)
@@ -235,6 +245,31 @@ def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
             "_hoodie_partition_path", "_hoodie_file_name", "_hoodie_is_deleted",
         ):  # fmt: skip
             raise HoodieSchemaError(f"Column '{f.name}' uses the reserved prefix '_hoodie_'.")
+
+
+def _check_options_against_input(cfg: WriteConfig, schema: pa.Schema, data_schema: pa.Schema) -> None:
+    """Option checks that need the input schema (or the table's reconciled settings), done here so
+    that no task fails on them after the instant has started."""
+    partitions_given = all(f in schema.names for f in cfg.partition_fields)
+    check_key_columns(keygen_config_of(cfg), schema, partitions=partitions_given)
+    if cfg.operation != "delete":
+        check_ordering_field(data_schema, cfg.precombine_field)
+    if cfg.index_type == "bucket" and cfg.bucket_hash_fields:
+        # Hudi hashes the hash fields' values parsed out of the record key (BucketIdentifier), and
+        # requires them to be record key fields
+        outside = [f for f in cfg.bucket_hash_fields if f not in cfg.record_key_fields]
+        if outside:
+            raise HoodieConfigError(
+                f"Option 'hoodie.bucket.index.hash.field' names {', '.join(outside)}, not record key field(s) "
+                f"({', '.join(cfg.record_key_fields)}). Help: hash a subset of the record key fields."
+            )
+    if cfg.clustering_sort_columns and cfg.operation != "delete":
+        missing = [c for c in cfg.clustering_sort_columns if c not in data_schema.names and c not in META_COLUMNS]
+        if missing:
+            raise HoodieConfigError(
+                f"Option 'hoodie.clustering.plan.strategy.sort.columns' names {', '.join(missing)}, not columns "
+                f"of the input ({', '.join(data_schema.names)})."
+            )
 
 
 def complete(ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None) -> CommitMetadata:

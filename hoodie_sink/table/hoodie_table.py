@@ -7,7 +7,17 @@ break every key-based operation later.
 
 from __future__ import annotations
 
-from hoodie_sink.config import CLASS_BY_KEYGEN, KEYGEN_BY_CLASS, WriteConfig
+import pyarrow.fs as pafs
+
+from hoodie_sink.config import (
+    CLASS_BY_KEYGEN,
+    DEFAULT_PAYLOAD,
+    KEYED_OPERATIONS,
+    KEYGEN_BY_CLASS,
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    SUPPORTED_PAYLOADS,
+    WriteConfig,
+)
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.markers import TEMP_DIR
 from hoodie_sink.table.metadata import CommitMetadata
@@ -25,8 +35,75 @@ from hoodie_sink.table.timeline.timeline import META_DIR, Timeline, TimelineStor
 _TABLE_TYPES = {"copy_on_write": COPY_ON_WRITE, "merge_on_read": MERGE_ON_READ}
 
 
+# hoodie.compaction.record.merger.strategy ids (Hudi 0.14/0.15), used by readers when a table
+# names no payload class (format doc §6.7 step 2).
+_EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+_COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+K_MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
+
+
 def table_exists(storage: Storage) -> bool:
     return storage.exists(PROPERTIES_FILE)
+
+
+def check_not_foreign(storage: Storage) -> None:
+    """Refuse to create a Hudi table in a folder that already holds other data (plain Parquet,
+    a Delta or Iceberg table, ...): `.hoodie/` beside those files would leave the folder readable
+    neither as what it was nor as a Hudi table.  A missing or empty folder is fine, and so are
+    hidden and bookkeeping entries ('.'/'_' names such as `_SUCCESS` or a `.hoodie/` that a
+    crashed create left without hoodie.properties), except Delta's `_delta_log/`."""
+    info = storage.fs.get_file_info(storage.root)
+    if info.type == pafs.FileType.NotFound:
+        return
+    if info.type != pafs.FileType.Directory:
+        raise HoodieTableError(
+            f"The table path {storage.base_uri} is a file, not a folder. Nothing was written. "
+            "Help: write to a new folder."
+        )
+    found = sorted(
+        (e.base_name + ("/" if e.type == pafs.FileType.Directory else "") for e in storage.list_dir("")
+         if e.base_name == "_delta_log" or not e.base_name.startswith((".", "_"))),
+    )  # fmt: skip
+    if not found:
+        return
+    names = {f.rstrip("/") for f in found}
+    if "_delta_log" in names:
+        kind = "a Delta Lake table (_delta_log/)"
+    elif "metadata" in names and any(n.endswith(".metadata.json") for n in storage.list_names("metadata")):
+        kind = "an Apache Iceberg table (metadata/*.metadata.json)"
+    elif any(f.endswith(".parquet") for f in found) or any(
+        n.endswith(".parquet") for d in found[:5] if d.endswith("/") for n in storage.list_names(d.rstrip("/"))
+    ):  # Parquet files, or partition folders of them (looked into a few, not the whole tree)
+        kind = "Parquet files"
+    else:
+        kind = "other files or folders"
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    raise HoodieTableError(
+        f"The folder {storage.base_uri} is not a Hudi table (no {PROPERTIES_FILE}) but holds {kind}: "
+        f"{shown}. Writing a Hudi table there would leave the folder unreadable; nothing was written. "
+        "Help: write to an empty or new folder, or to an existing Hudi table."
+    )
+
+
+def default_payload(precombine_field: str | None) -> str:
+    """The payload class of a new table when the write names none: what our merge has always
+    done and what readers infer from a precombine field (format doc §6.7): with one, the higher
+    ordering value wins, also against the stored record (event time); without one, the latest
+    write wins (commit time)."""
+    return DEFAULT_PAYLOAD if precombine_field else OVERWRITE_WITH_LATEST_PAYLOAD
+
+
+def _table_payload(table: TableConfig) -> str | None:
+    """The payload class that decides the table's merge semantics, inferred as readers do
+    (§6.7): the payload class, else the merge strategy id; None if neither says."""
+    if table.payload_class:
+        return table.payload_class
+    strategy = table.extra.get(K_MERGER_STRATEGY)
+    if strategy == _EVENT_TIME_STRATEGY:
+        return DEFAULT_PAYLOAD
+    if strategy == _COMMIT_TIME_STRATEGY:
+        return OVERWRITE_WITH_LATEST_PAYLOAD
+    return None
 
 
 def new_table_config(cfg: WriteConfig) -> TableConfig:
@@ -46,6 +123,8 @@ def new_table_config(cfg: WriteConfig) -> TableConfig:
         hive_style=cfg.hive_style,
         url_encode=cfg.url_encode,
         database=cfg.database or "default",
+        # written so that Java writers and hudi-rs infer the merge semantics this write applies
+        payload_class=cfg.payload_class or default_payload(cfg.precombine_field),
         extra=_timestamp_keygen_props(cfg) if keygen == "timestamp" else {},
     )
 
@@ -102,6 +181,19 @@ def reconcile(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
                        table.keygen_class or stored_keygen)  # fmt: skip
     if table.table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
         raise HoodieConfigError(f"The table at {cfg.path} has an unknown type '{table.table_type}'.")
+    payload = _table_payload(table)
+    if "payload_class" in ex and payload and cfg.payload_class != payload:
+        raise conflict("hoodie.datasource.write.payload.class", cfg.payload_class, payload)
+    # A table that names no merge semantics (Hudi 0.14 COW tables, ours before 0.1.1) is merged
+    # as readers infer it from the precombine field, unless the write names a payload class.
+    payload = payload or cfg.payload_class or default_payload(table.precombine_field or cfg.precombine_field)
+    if payload not in SUPPORTED_PAYLOADS and cfg.operation in KEYED_OPERATIONS:
+        raise HoodieConfigError(
+            f"The table at {cfg.path} merges records with payload class '{payload}' (hoodie.properties), "
+            f"which hoodie_sink does not implement; operation '{cfg.operation}' merges with stored records "
+            f"and is refused. Supported payload classes: {', '.join(SUPPORTED_PAYLOADS)}. Help: insert, "
+            "bulk_insert and append do not merge and are allowed."
+        )
     ts = {
         "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").lower() or None,
         "ts_input_format": table.extra.get("hoodie.keygen.timebased.input.dateformat"),
@@ -118,6 +210,7 @@ def reconcile(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
         url_encode=table.url_encode,
         keygen_type=stored_keygen,
         keygen_class=None,
+        payload_class=payload,
         **{k: getattr(cfg, k) or v for k, v in ts.items()},
     )
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -69,6 +69,9 @@ _SIMPLE_CLASS_NAMES = {
 }
 _KEYGEN_PACKAGES = ("", "org.apache.hudi.keygen")
 _TIMESTAMP_TYPES = ("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR")
+
+if TYPE_CHECKING:
+    from hoodie_sink.config import WriteConfig
 
 Data = pa.RecordBatch | pa.Table
 Column = pa.Array | pa.ChunkedArray
@@ -601,3 +604,47 @@ def _parse_date_strings(strings: pa.Array, field: str, cfg: KeyGenConfig) -> pa.
             f"the option, separated by '{cfg.input_date_format_delimiter}'."
         )
     return result
+
+
+# --------------------------------------------------------------------------------------------
+# From the write options, and checked against the input schema before a write starts
+
+
+def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
+    """The key generator of a write (options reconciled with the table); raises
+    HoodieConfigError for options that no key generator can run with."""
+    kind = cfg.resolved_keygen
+    if kind == "timestamp":
+        # Java's TimestampBasedAvroKeyGenerator requires both (KeyGenUtils.checkRequiredProperties)
+        for option, value in (("hoodie.keygen.timebased.timestamp.type", cfg.ts_type),
+                              ("hoodie.keygen.timebased.output.dateformat", cfg.ts_output_format)):  # fmt: skip
+            if not value:
+                raise HoodieConfigError(
+                    f"Key generator TIMESTAMP needs option '{option}' (the table at {cfg.path} does not "
+                    f"record it either). Help: set it, e.g. timestamp.type=EPOCHMILLISECONDS and "
+                    f"output.dateformat=yyyy/MM/dd."
+                )
+    return KeyGenConfig(
+        keygen_type=kind.upper(),
+        record_key_fields=cfg.record_key_fields,
+        partition_fields=cfg.partition_fields if kind != "non_partition" else (),
+        hive_style=cfg.hive_style,
+        url_encode=cfg.url_encode,
+        timestamp_type=cfg.ts_type.upper() if cfg.ts_type else None,
+        input_date_format=cfg.ts_input_format,
+        output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
+        timezone=cfg.ts_timezone or "UTC",
+        keyless=not cfg.record_key_fields,
+    )
+
+
+def check_key_columns(config: KeyGenConfig, schema: pa.Schema, partitions: bool = True) -> None:
+    """Refuse key and partition fields that the input's types cannot render, before any data is
+    read: the key generator runs on an empty batch of the input schema, so every check that
+    depends on a type (not on values) raises here exactly as it would in a task."""
+    gen = KeyGenerator(config)
+    empty = schema.empty_table()
+    if config.record_key_fields:
+        gen.record_keys(empty)
+    if partitions and config.partition_fields:
+        gen.partition_paths(empty)

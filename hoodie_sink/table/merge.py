@@ -83,10 +83,13 @@ def merge_file_group(
     instant: str,
     partition_id: int,
     append_only: bool = False,
+    commit_time_ordering: bool = False,
 ) -> MergeResult:
     """Merge reduced `changes` (one per key) into `old` (a base file: meta + data columns).
 
     `append_only` (the insert operation) adds every change as a new row, matching nothing.
+    `commit_time_ordering` (OverwriteWithLatestAvroPayload): the change replaces the stored record
+    whatever their precombine values (which then only de-duplicate `changes`).
     Old rows keep their position (updated ones in place, deleted ones dropped); inserts go
     last.  Copied rows keep their commit time and sequence number, written rows get the new
     instant and a sequence number counting their output position.
@@ -106,7 +109,7 @@ def merge_file_group(
         valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
         inc_at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
         wins = valid.copy()
-        if precombine and valid.any():
+        if precombine and not commit_time_ordering and valid.any():
             stored = old.column(precombine) if precombine in old.column_names else pa.nulls(n_old)
             incoming = changes.column(precombine).take(pa.array(inc_at))
             # the stored record survives only if its ordering value is strictly greater

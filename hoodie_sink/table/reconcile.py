@@ -116,7 +116,8 @@ def _rewrite(
         prev = old_bf.instant if old_bf else NULL_COMMIT
         reduced = reduce_changes(pa.concat_tables(tables, promote_options="permissive"), precombine)
         del tables
-        merged = merge_file_group(base, reduced, precombine, ctx.instant, i)
+        merged = merge_file_group(base, reduced, precombine, ctx.instant, i,
+                                  commit_time_ordering=ctx.config.commit_time_ordering)
         del base
         data, keys, times, seqnos = merged.data, merged.keys, merged.commit_times, merged.seqnos
         counts = (merged.num_updates, merged.num_inserts, merged.num_deletes)

@@ -550,7 +550,37 @@ def check_compatible(table_avro: dict[str, Any] | str, incoming_avro: dict[str, 
             "The input schema is not compatible with the table schema: "
             + "; ".join(drift.problems)
             + ". Help: cast the input columns back to the table's types, add missing columns as "
-            "typed NULLs (lit(None).cast(...)); dropping columns or narrowing types needs a new table."
+            "typed NULLs (lit(None).cast(...)) or set hoodie.write.set.null.for.missing.columns=true "
+            "(nullable columns); dropping columns or narrowing types needs a new table."
+        )
+
+
+def with_missing_as_nulls(data_schema: pa.Schema, table_avro: dict[str, Any] | str) -> pa.Schema:
+    """`data_schema` plus the table's top-level columns the input lacks, which the write fills with
+    nulls (hoodie.write.set.null.for.missing.columns=true).  A missing column that is not nullable
+    in the table cannot be null-filled and is refused by name."""
+    table = avro_to_arrow(table_avro)
+    missing = [f for f in table if f.name not in data_schema.names and f.name not in META_COLUMNS]
+    required = [f.name for f in missing if not f.nullable]
+    if required:
+        raise HoodieSchemaError(
+            f"The input lacks column(s) {', '.join(repr(n) for n in required)}, which the table declares "
+            "NOT NULL, so hoodie.write.set.null.for.missing.columns=true cannot fill them with nulls. "
+            "Help: add the column(s) to the input."
+        )
+    return storage_schema(pa.schema(list(data_schema) + missing)) if missing else data_schema
+
+
+def check_ordering_field(data_schema: pa.Schema, field: str | None) -> None:
+    """The precombine field decides which record wins by comparing values: it must be a
+    primitive column (number, string, date, timestamp, decimal, boolean, binary)."""
+    if not field or field not in data_schema.names:
+        return
+    t = data_schema.field(field).type
+    if pa.types.is_nested(t) or pa.types.is_dictionary(t):
+        raise HoodieSchemaError(
+            f"Option 'hoodie.datasource.write.precombine.field' names column '{field}' of type {t}, which "
+            "cannot be ordered. Help: use a number, string, date or timestamp column."
         )
 
 

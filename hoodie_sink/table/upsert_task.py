@@ -147,7 +147,8 @@ class UpsertTask:
         n = batch.num_rows
         keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
-        data = _select(batch, self.ctx.data_schema, allow_missing=self.cfg.operation == "delete")
+        allow_missing = self.cfg.operation == "delete" or self.cfg.set_null_for_missing_columns
+        data = _select(batch, self.ctx.data_schema, allow_missing=allow_missing)
         if self.cfg.operation == "delete":
             kinds = np.full(n, DELETE, dtype=np.int8)
         elif IS_DELETED in batch.schema.names:
@@ -284,7 +285,8 @@ class UpsertTask:
         old_bf = self.base_by_id.get(fid)
         old = read_base_file(self.storage, old_bf.path, self.file_schema) if old_bf else None
         merged = merge_file_group(
-            old, changes, self.precombine, self.ctx.instant, self.task.partition_id, append_only=self.append_only
+            old, changes, self.precombine, self.ctx.instant, self.task.partition_id, append_only=self.append_only,
+            commit_time_ordering=self.cfg.commit_time_ordering,
         )
         writer = BaseFileWriter(
             self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,

@@ -21,7 +21,7 @@ from hoodie_sink.errors import HoodieInjectedFailure, HoodieSchemaError
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
 from hoodie_sink.table.instant_guard import InstantGuard
-from hoodie_sink.table.keygen import KeyGenConfig, KeyGenerator
+from hoodie_sink.table.keygen import KeyGenerator, keygen_config_of
 from hoodie_sink.table.metadata import WriteStat
 from hoodie_sink.table.schema import cast_to_storage
 from hoodie_sink.table.writers.base_file import (
@@ -58,21 +58,7 @@ class TaskResult:
 
 
 def keygen_for(ctx: WriteContext) -> KeyGenerator:
-    cfg = ctx.config
-    return KeyGenerator(
-        KeyGenConfig(
-            keygen_type=cfg.resolved_keygen.upper(),
-            record_key_fields=cfg.record_key_fields,
-            partition_fields=cfg.partition_fields if cfg.resolved_keygen != "non_partition" else (),
-            hive_style=cfg.hive_style,
-            url_encode=cfg.url_encode,
-            timestamp_type=cfg.ts_type.upper() if cfg.ts_type else None,
-            input_date_format=cfg.ts_input_format,
-            output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
-            timezone=cfg.ts_timezone or "UTC",
-            keyless=not cfg.record_key_fields,
-        )
-    )
+    return KeyGenerator(keygen_config_of(ctx.config))
 
 
 def parquet_settings(ctx: WriteContext) -> ParquetSettings:
@@ -138,7 +124,7 @@ class InsertTask:
         return self.result
 
     def add(self, batch: pa.RecordBatch) -> None:
-        data = select_data(batch, self.ctx.data_schema)
+        data = select_data(batch, self.ctx.data_schema, self.ctx.config.set_null_for_missing_columns)
         keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
         self._buffer.append((data, keys, parts))
@@ -178,11 +164,13 @@ class InsertTask:
         self.result.write_stats.extend(RollingBaseFileWriter(new_writer, self.settings).write_all(data, keys))
 
 
-def select_data(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """The data columns of `batch` in table order, cast to the storage types."""
+def select_data(batch: pa.RecordBatch, schema: pa.Schema, fill_missing: bool = False) -> pa.RecordBatch:
+    """The data columns of `batch` in table order, cast to the storage types.  `fill_missing`
+    (hoodie.write.set.null.for.missing.columns) writes nulls for columns the batch lacks."""
     missing = [n for n in schema.names if n not in batch.schema.names]
-    if missing:
+    if missing and not fill_missing:
         raise HoodieSchemaError(f"Input batch lacks column(s) {', '.join(missing)} of the write schema.")
-    cols = [batch.column(batch.schema.get_field_index(n)) for n in schema.names]
+    cols = [batch.column(i) if (i := batch.schema.get_field_index(f.name)) >= 0 else pa.nulls(batch.num_rows, f.type)
+            for f in schema]  # fmt: skip
     picked = pa.RecordBatch.from_arrays(cols, names=schema.names)
     return cast_to_storage(picked, schema)

@@ -390,6 +390,39 @@ class KeyIndex:
         file_of = self._exact_match(keys, codes, chosen)
         return self._result(file_of, n)
 
+    def stored_values(self, keys: pa.Array, file_ids: pa.Array, column: str, value_type: pa.DataType) -> pa.Array:
+        """The stored `column` value of each found key (`file_ids`: where `tag` found it), null where
+        the file lacks the column.  Reads only the key and that column of the files named, once each:
+        a global index needs the stored ordering value to decide whether a record that changes its
+        partition beats the stored one (then it moves) or not (then nothing changes)."""
+        n = len(keys)
+        if n == 0:
+            return pa.nulls(0, value_type)
+        by_id = {b.file_id: b for b in self._files}
+        fids = pc.unique(file_ids).to_pylist()
+
+        def read(fid: str) -> pa.Table:
+            path = by_id[fid].path
+            try:
+                with self.storage.open_input_file(path) as f:
+                    pf = pq.ParquetFile(f)
+                    cols = [RECORD_KEY_COLUMN] + ([column] if column in pf.schema_arrow.names else [])
+                    t = pf.read(columns=cols, use_threads=False)
+            except (OSError, pa.ArrowInvalid) as e:
+                raise HoodieTableError(f"Cannot read {column} of {self.storage.full(path)}: {e}") from e
+            vals = t.column(column) if column in t.column_names else pa.nulls(t.num_rows, value_type)
+            return pa.table({"k": _as_string(t.column(0), RECORD_KEY_COLUMN), "f": pa.repeat(pa.scalar(fid, pa.string()), t.num_rows),
+                             "v": pc.cast(vals, value_type)})  # fmt: skip
+
+        stored = pa.concat_tables(_parallel(read, fids))
+        probe = pa.table({"k": _as_string(keys, "record keys"), "f": _as_string(file_ids, "file ids"),
+                          "i": np.arange(n, dtype=np.int64)})  # fmt: skip
+        joined = probe.join(stored, keys=["k", "f"], join_type="left outer", use_threads=True)
+        joined = joined.take(pc.sort_indices(joined.column("i")))
+        if joined.num_rows != n:
+            raise HoodieTableError(f"Key found twice in one base file among {fids}: the table is corrupt.")
+        return joined.column("v").combine_chunks()
+
     # -- steps -------------------------------------------------------------------------------
 
     def _groups(

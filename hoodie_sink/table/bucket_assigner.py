@@ -77,7 +77,9 @@ class BucketAssigner:
             fid_col = fids.filter(found)
             moved = pc.not_equal(locs, existing.column(PART))
             if self.index_type == "global_bloom" and self.update_partition_path and pc.any(moved).as_py():
-                existing, fid_col, locs = self._move_partitions(out, existing, fid_col, locs, moved, stored_ordering)
+                existing, fid_col, locs = self._move_partitions(
+                    out, existing, fid_col, locs, moved, stored_ordering
+                )
             # the record stays in the file group (and partition) that holds its key: a global
             # index without update.partition.path keeps the stored partition path, as Hudi does
             existing = existing.set_column(existing.schema.get_field_index(PART), PART, locs)
@@ -110,9 +112,8 @@ class BucketAssigner:
             rows, row_fids, row_locs = rows.filter(beats), row_fids.filter(beats), row_locs.filter(beats)
         if rows.num_rows:
             tombstones = rows.set_column(rows.schema.get_field_index(PART), PART, row_locs)
-            tombstones = tombstones.set_column(
-                tombstones.schema.get_field_index(KIND), KIND, pa.array(np.full(rows.num_rows, MOVED_OUT, np.int8))
-            )
+            kinds = pa.array(np.full(rows.num_rows, MOVED_OUT, np.int8))
+            tombstones = tombstones.set_column(tombstones.schema.get_field_index(KIND), KIND, kinds)
             self._group(out, tombstones, row_fids)
             out.moved_from.update(pc.unique(row_fids).to_pylist())
             out.moved_keys = rows.column(KEY).combine_chunks()

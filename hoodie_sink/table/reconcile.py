@@ -124,7 +124,9 @@ def _rewrite(
         base = read_base_file(storage, old_bf.path, schema) if old_bf else None
         prev = old_bf.instant if old_bf else NULL_COMMIT
         per_partition = ctx.config.index_type != "global_bloom"
-        reduced = reduce_changes(pa.concat_tables(tables, promote_options="permissive"), precombine, per_partition)
+        all_changes = pa.concat_tables(tables, promote_options="permissive")
+        reduced = reduce_changes(all_changes, precombine, per_partition)
+        del all_changes
         del tables
         merged = merge_file_group(base, reduced, precombine, ctx.instant, i)
         del base
@@ -187,7 +189,8 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
     lose = pc.invert(pc.is_in(cand.column(ORDER), value_set=winners.column(ORDER).combine_chunks()))
     losers = cand.filter(pc.and_(lose, pc.is_valid(cand.column("_hf"))))
     out: dict[tuple[str, str], set[str]] = {}
-    for part, fid, key in zip(*(losers.column(c).to_pylist() for c in (PART, "_hf", KEY))):  # losers only: few
+    # losers only: a handful of rows
+    for part, fid, key in zip(*(losers.column(c).to_pylist() for c in (PART, "_hf", KEY))):
         out.setdefault((part, fid), set()).add(key)
     return out
 

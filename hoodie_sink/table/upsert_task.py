@@ -182,7 +182,8 @@ class UpsertTask:
         else:
             changes = self._reduce(changes)
             tags = self.index.tag(changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks())
-            assignment = self.assigner.assign(changes, tags, self._stored_ordering if self.precombine else None)
+            stored_ordering = self._stored_ordering if self.precombine else None
+            assignment = self.assigner.assign(changes, tags, stored_ordering)
         clustering = self.ctx.clustering_file_groups
         if clustering:
             hit = {(part, fid): clustering[(part, fid)] for part, fid in assignment.buckets
@@ -218,7 +219,8 @@ class UpsertTask:
 
     def _stored_ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:
         value_type = rows.schema.field(self.precombine).type
-        return self.index.stored_values(rows.column(KEY).combine_chunks(), file_ids, self.precombine, value_type)
+        keys = rows.column(KEY).combine_chunks()
+        return self.index.stored_values(keys, file_ids, self.precombine, value_type)
 
     def _try_claim(self, fid: str) -> bool:
         if fid in self._claimed:

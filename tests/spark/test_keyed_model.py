@@ -35,7 +35,10 @@ def test_keyed_writes_match_hudi_semantics(spark, tmp_path, index, move, seed):
     for step in range(3):  # inserts; updates, moves, late records, soft deletes; the delete operation
         operation = "delete" if step == 2 else "upsert"
         stored_keys = sorted({row["id"] for _, row in model.rows.values()})
-        rows = gen.deletes(15, model) if operation == "delete" else gen.upserts(rng.randrange(40, 90), stored_keys)
+        if operation == "delete":
+            rows = gen.deletes(15, model)
+        else:
+            rows = gen.upserts(rng.randrange(40, 90), stored_keys)
         write(spark, path, options, rows, rng.randrange(1, 5), operation)
         model.apply(rows, operation)
         assert_locations(assert_table_matches(path, model.expected()), model)
@@ -58,7 +61,7 @@ def test_global_index_moves_only_the_winner(spark, tmp_path):
     write(spark, path, options, batch, 4)
     theirs = assert_table_matches(path, [_row("late", "a", 50), _row("stay", "a", 30), _row("twice", "c", 30),
                                          _row("moves", "c", 20)])  # fmt: skip
-    got = dict(zip(theirs.column("_hoodie_record_key").to_pylist(), theirs.column("_hoodie_partition_path").to_pylist()))
+    got = dict(zip(*(theirs.column(c).to_pylist() for c in ("_hoodie_record_key", "_hoodie_partition_path"))))
     assert got == {"late": "a", "stay": "a", "twice": "c", "moves": "c"}
 
 
@@ -68,7 +71,8 @@ def test_partition_scoped_index_combines_per_key_and_partition(spark, tmp_path, 
     path = str(tmp_path / "t")
     options = options_for(index, False)
     write(spark, path, options, [_row("k", "d4", 1), _row("j", "d4", 1)], 1)
-    cdc = [_row("k", "d4", 2, deleted=True), _row("k", "d0", 3), _row("j", "d0", 2), _row("j", "d4", 3, deleted=True)]
+    cdc = [_row("k", "d4", 2, deleted=True), _row("k", "d0", 3),
+           _row("j", "d0", 2), _row("j", "d4", 3, deleted=True)]  # fmt: skip
     write(spark, path, options, cdc, 1)
     theirs = assert_table_matches(path, [_row("k", "d0", 3), _row("j", "d0", 2)])
     assert sorted(theirs.column("_hoodie_partition_path").to_pylist()) == ["d0", "d0"]

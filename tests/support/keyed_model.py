@@ -142,7 +142,8 @@ class BatchGenerator:
 def assert_locations(table: pa.Table, model: KeyedModel) -> None:
     """The table's (record key, partition path) pairs are the model's; under a global index a key
     is in one partition only."""
-    got = sorted(zip(table.column("_hoodie_record_key").to_pylist(), table.column("_hoodie_partition_path").to_pylist()))
+    meta = ("_hoodie_record_key", "_hoodie_partition_path")
+    got = sorted(zip(*(table.column(c).to_pylist() for c in meta)))
     assert got == model.locations()
     if model.is_global:
         keys = [k for k, _ in got]

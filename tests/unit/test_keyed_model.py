@@ -17,17 +17,26 @@ import pytest
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.table import commit, upsert_task, write_path
 from hoodie_sink.table.write_task import TaskIdentity
-from tests.support.keyed_model import SCHEMA, VARIANTS, BatchGenerator, KeyedModel, assert_locations, options_for
+from tests.support.keyed_model import (
+    SCHEMA,
+    VARIANTS,
+    BatchGenerator,
+    KeyedModel,
+    assert_locations,
+    options_for,
+)
 from tests.support.tables import assert_table_matches
 
 
 def write_shards(path, options, shards, operation="upsert"):
     """One commit written by len(shards) tasks, task i receiving shards[i] in batches of 7 rows."""
-    cfg = WriteConfig.from_options({**options, "hoodie.datasource.write.operation": operation}, path=str(path))
+    options = {**options, "hoodie.datasource.write.operation": operation}
+    cfg = WriteConfig.from_options(options, path=str(path))
     ctx = commit.begin(cfg, SCHEMA)
     results = []
     for pid, shard in enumerate(shards):
-        batches = [pa.RecordBatch.from_pylist(shard[i : i + 7], schema=SCHEMA) for i in range(0, len(shard), 7)]
+        batches = [pa.RecordBatch.from_pylist(shard[i : i + 7], schema=SCHEMA)
+                   for i in range(0, len(shard), 7)]  # fmt: skip
         task = TaskIdentity(pid, 5, 100 + pid, only_task=len(shards) == 1)
         results.append(write_path.write_task(ctx, task, batches))
     return write_path.complete(ctx, results)
@@ -53,11 +62,15 @@ def test_keyed_writes_match_hudi_semantics(tmp_path, monkeypatch, index, move, s
     path = tmp_path / "t"
     options = options_for(index, move)
     options["hoodie.write.buffer.bucket.max.bytes"] = str(rng.choice([1500, 10**8]))  # many flushes, or one
-    monkeypatch.setattr(upsert_task, "TAG_ROWS", rng.choice([20, upsert_task.TAG_ROWS]))  # several tag batches
-    for step in range(5):
-        operation = "delete" if step == 3 else "upsert"
+    # several tag batches per task, or one
+    monkeypatch.setattr(upsert_task, "TAG_ROWS", rng.choice([20, upsert_task.TAG_ROWS]))
+    for step in range(4):  # inserts; updates, moves, late records, soft deletes; the delete operation; again
+        operation = "delete" if step == 2 else "upsert"
         stored_keys = sorted({row["id"] for _, row in model.rows.values()})
-        rows = gen.deletes(40, model) if operation == "delete" else gen.upserts(rng.randrange(60, 200), stored_keys)
+        if operation == "delete":
+            rows = gen.deletes(40, model)
+        else:
+            rows = gen.upserts(rng.randrange(60, 200), stored_keys)
         shards = shard(rows, rng.randrange(1, 5), rng)
         write_shards(path, options, shards, operation)
         model.apply(arrival_order(shards), operation)
@@ -90,7 +103,7 @@ def test_global_index_moves_only_the_winner(tmp_path, tasks):
     write_shards(path, options, shards)
     theirs = assert_table_matches(path, [_row("late", "a", 50), _row("stay", "a", 30), _row("twice", "c", 30),
                                          _row("moves", "c", 20)])  # fmt: skip
-    got = dict(zip(theirs.column("_hoodie_record_key").to_pylist(), theirs.column("_hoodie_partition_path").to_pylist()))
+    got = dict(zip(*(theirs.column(c).to_pylist() for c in ("_hoodie_record_key", "_hoodie_partition_path"))))
     assert got == {"late": "a", "stay": "a", "twice": "c", "moves": "c"}
 
 
@@ -101,7 +114,8 @@ def test_partition_scoped_index_combines_per_key_and_partition(tmp_path, index):
     path = tmp_path / "t"
     options = options_for(index, False)
     write_shards(path, options, [[_row("k", "d4", 1), _row("j", "d4", 1)]])
-    cdc = [_row("k", "d4", 2, deleted=True), _row("k", "d0", 3), _row("j", "d0", 2), _row("j", "d4", 3, deleted=True)]
+    cdc = [_row("k", "d4", 2, deleted=True), _row("k", "d0", 3),
+           _row("j", "d0", 2), _row("j", "d4", 3, deleted=True)]  # fmt: skip
     write_shards(path, options, [cdc])
     theirs = assert_table_matches(path, [_row("k", "d0", 3), _row("j", "d0", 2)])
     assert sorted(theirs.column("_hoodie_partition_path").to_pylist()) == ["d0", "d0"]

@@ -390,7 +390,9 @@ class KeyIndex:
         file_of = self._exact_match(keys, codes, chosen)
         return self._result(file_of, n)
 
-    def stored_values(self, keys: pa.Array, file_ids: pa.Array, column: str, value_type: pa.DataType) -> pa.Array:
+    def stored_values(
+        self, keys: pa.Array, file_ids: pa.Array, column: str, value_type: pa.DataType
+    ) -> pa.Array:
         """The stored `column` value of each found key (`file_ids`: where `tag` found it), null where
         the file lacks the column.  Reads only the key and that column of the files named, once each:
         a global index needs the stored ordering value to decide whether a record that changes its
@@ -411,7 +413,8 @@ class KeyIndex:
             except (OSError, pa.ArrowInvalid) as e:
                 raise HoodieTableError(f"Cannot read {column} of {self.storage.full(path)}: {e}") from e
             vals = t.column(column) if column in t.column_names else pa.nulls(t.num_rows, value_type)
-            return pa.table({"k": _as_string(t.column(0), RECORD_KEY_COLUMN), "f": pa.repeat(pa.scalar(fid, pa.string()), t.num_rows),
+            fid_col = pa.repeat(pa.scalar(fid, pa.string()), t.num_rows)
+            return pa.table({"k": _as_string(t.column(0), RECORD_KEY_COLUMN), "f": fid_col,
                              "v": pc.cast(vals, value_type)})  # fmt: skip
 
         stored = pa.concat_tables(_parallel(read, fids))

@@ -170,13 +170,15 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
     the key's overall winner is another record (a later mover, or an update or delete of the key
     where it is stored, from another task or flush).  Every change of a stored key went to the file
     group storing it (a mover as MOVED_OUT), and tasks keep all change sets of the file groups they
-    moved keys out of: those sets hold every candidate, ranked here as the merge ranks them."""
+    moved keys out of (or their ranking columns, when nothing re-merges them): those sets hold
+    every candidate, ranked here as the merge ranks them."""
     sources = {fid for r in results for fid in getattr(r, "moved_from", [])}
     moved_logs = [p for r in results for p in getattr(r, "moved_key_logs", [])]
     if not sources or not moved_logs:
         return {}
     paths = [st.path for r in results for st in getattr(r, "staged", []) + getattr(r, "owned", [])
              if st.file_id in sources]  # fmt: skip
+    paths += [p for r in results for p in getattr(r, "moved_change_logs", [])]
     precombine = ctx.config.precombine_field
     changes = _read_all(ctx, paths, [KEY, PART, ORDER, KIND, precombine])
     moved = pc.unique(_read_all(ctx, moved_logs).column(KEY))

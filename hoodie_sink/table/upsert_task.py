@@ -86,6 +86,7 @@ class UpsertResult(TaskResult):
     # the commit can tell which copy of a moved key wins; and logs of the moved keys
     moved_from: list[str] = field(default_factory=list)
     moved_key_logs: list[str] = field(default_factory=list)
+    moved_change_logs: list[str] = field(default_factory=list)  # final change sets of those file groups
 
 
 def claim_path(instant: str, fid: str) -> str:
@@ -297,10 +298,7 @@ class UpsertTask:
                 if not self.append_only and not self.task.only_task and self._is_contended(bucket):
                     self._stage(partition_path, bucket, changes(), flush_no)
                 else:
-                    # keys moved out of this file group: the commit needs every change of theirs to
-                    # know which copy wins (another flush or task may have updated them here)
-                    moved = bucket in self._moved_from
-                    self._merge_in_task(partition_path, bucket, changes(), flush_no, keep or moved)
+                    self._merge_in_task(partition_path, bucket, changes(), flush_no, keep)
 
             return merge_or_stage
         return lambda: self._stage(partition_path, bucket, changes(), flush_no)
@@ -326,6 +324,14 @@ class UpsertTask:
             self.result.write_stats.append(stat)
         if keep:
             self._stage(partition_path, fid, changes, flush_no, owner=True)
+        elif fid in self._moved_from:
+            # keys moved out of this file group: the commit needs every change of theirs to know
+            # which copy wins (another flush of this task may have updated them here); the change
+            # set is final (nothing re-merges it), so its ranking columns are enough
+            cols = [c for c in (KEY, PART, ORDER, KIND, self.precombine) if c in changes.column_names]
+            rel = self._write_log("moves", changes.select(cols))
+            with self._lock:
+                self.result.moved_change_logs.append(rel)
 
     def _stage(self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, owner: bool = False) -> None:
         self.guard.check()

@@ -394,37 +394,48 @@ class KeyIndex:
         self, keys: pa.Array, file_ids: pa.Array, column: str, value_type: pa.DataType
     ) -> pa.Array:
         """The stored `column` value of each found key (`file_ids`: where `tag` found it), null where
-        the file lacks the column.  Reads only the key and that column of the files named, once each:
-        a global index needs the stored ordering value to decide whether a record that changes its
-        partition beats the stored one (then it moves) or not (then nothing changes)."""
+        the file lacks the column.  Reads only that column of the files named (their key columns
+        come from the cache `tag` filled): a global index needs the stored ordering value to decide
+        whether a record that changes its partition beats the stored one (then it moves) or not."""
         n = len(keys)
+        out = pa.nulls(n, value_type)
         if n == 0:
-            return pa.nulls(0, value_type)
-        by_id = {b.file_id: b for b in self._files}
-        fids = pc.unique(file_ids).to_pylist()
+            return out
+        keys = _as_string(keys, "record keys")
+        file_ids = _as_string(file_ids, "file ids")
+        rank = {b.file_id: i for i, b in enumerate(self._files)}
+        enc = pc.dictionary_encode(file_ids)
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        files = [rank[f] for f in enc.dictionary.to_pylist()]
+        key_cols = self._key_columns(files)
 
-        def read(fid: str) -> pa.Table:
-            path = by_id[fid].path
+        def read(j: int) -> pa.Array:
+            i = files[j]
+            path = self._files[i].path
             try:
                 with self.storage.open_input_file(path) as f:
                     pf = pq.ParquetFile(f)
-                    cols = [RECORD_KEY_COLUMN] + ([column] if column in pf.schema_arrow.names else [])
-                    t = pf.read(columns=cols, use_threads=False)
+                    if column not in pf.schema_arrow.names:
+                        return pa.nulls(pf.metadata.num_rows, value_type)
+                    vals = pf.read(columns=[column], use_threads=False).column(0)
             except (OSError, pa.ArrowInvalid) as e:
                 raise HoodieTableError(f"Cannot read {column} of {self.storage.full(path)}: {e}") from e
-            vals = t.column(column) if column in t.column_names else pa.nulls(t.num_rows, value_type)
-            fid_col = pa.repeat(pa.scalar(fid, pa.string()), t.num_rows)
-            return pa.table({"k": _as_string(t.column(0), RECORD_KEY_COLUMN), "f": fid_col,
-                             "v": pc.cast(vals, value_type)})  # fmt: skip
+            return pc.cast(vals, value_type).combine_chunks()
 
-        stored = pa.concat_tables(_parallel(read, fids))
-        probe = pa.table({"k": _as_string(keys, "record keys"), "f": _as_string(file_ids, "file ids"),
-                          "i": np.arange(n, dtype=np.int64)})  # fmt: skip
-        joined = probe.join(stored, keys=["k", "f"], join_type="left outer", use_threads=True)
-        joined = joined.take(pc.sort_indices(joined.column("i")))
-        if joined.num_rows != n:
-            raise HoodieTableError(f"Key found twice in one base file among {fids}: the table is corrupt.")
-        return joined.column("v").combine_chunks()
+        # per file (not per record): the records' positions in its key column, then its values
+        values = _parallel(read, list(range(len(files))))
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(files) + 1))
+        pieces, at = [], []
+        for j, i in enumerate(files):
+            rec = order[bounds[j] : bounds[j + 1]]
+            pos = pc.index_in(keys.take(pa.array(rec)), value_set=key_cols[i])
+            pieces.append(values[j].take(pos))
+            at.append(rec)
+        gathered = pa.concat_arrays(pieces)
+        back = np.empty(n, dtype=np.int64)
+        back[np.concatenate(at)] = np.arange(n)
+        return gathered.take(pa.array(back))
 
     # -- steps -------------------------------------------------------------------------------
 

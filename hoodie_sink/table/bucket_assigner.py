@@ -18,8 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_sink.table.merge import DELETE, KEY, KIND, PART, UPSERT
+from hoodie_sink.table.merge import KEY, KIND, MOVED_OUT, PART, UPSERT
 
+# (records, file ids where their keys are stored) -> the stored ordering values
+StoredOrdering = Callable[[pa.Table, pa.Array], pa.Array]
 _BUCKET_NS = uuid.UUID("5f0c6f1e-8b1a-4c5e-9d8e-6b7a1c2d3e4f")
 
 
@@ -33,6 +35,9 @@ class Assignment:
     small_file_inserts: list[tuple[str, str, pa.Table]] = field(default_factory=list)
     # deletes of keys not in the table: another task may be inserting the same new key
     unmatched_deletes: pa.Table | None = None
+    # file groups that keys were moved out of (global index with update.partition.path)
+    moved_from: set[str] = field(default_factory=set)
+    moved_keys: pa.Array | None = None
 
 
 class BucketAssigner:
@@ -59,7 +64,10 @@ class BucketAssigner:
                 self.buckets_by_partition.setdefault(bf.partition_path, {})[bucket_of_file_id(bf.file_id)] = bf.file_id
 
     # -- keyed writes (upsert, delete) ---------------------------------------------------
-    def assign(self, changes: pa.Table, tags) -> Assignment:
+    def assign(self, changes: pa.Table, tags, stored_ordering: StoredOrdering | None = None) -> Assignment:
+        """`changes` hold one change per record (reduce_changes); `tags` say where each key lives.
+        `stored_ordering(changes, file_ids)` gives the stored ordering value of found keys (a
+        global index moving records between partitions needs it; None without a precombine field)."""
         out = Assignment()
         fids = tags.file_id
         found = pc.is_valid(fids)
@@ -68,11 +76,13 @@ class BucketAssigner:
             locs = tags.partition_path.filter(found)
             fid_col = fids.filter(found)
             moved = pc.not_equal(locs, existing.column(PART))
-            if self.index_type == "global_bloom" and pc.any(moved).as_py():
-                existing, fid_col, locs = self._move_partitions(out, existing, fid_col, locs, moved)
-            else:
-                # the record stays in the file group (and partition) that holds its key
-                existing = existing.set_column(existing.schema.get_field_index(PART), PART, locs)
+            if self.index_type == "global_bloom" and self.update_partition_path and pc.any(moved).as_py():
+                existing, fid_col, locs = self._move_partitions(
+                    out, existing, fid_col, locs, moved, stored_ordering
+                )
+            # the record stays in the file group (and partition) that holds its key: a global
+            # index without update.partition.path keeps the stored partition path, as Hudi does
+            existing = existing.set_column(existing.schema.get_field_index(PART), PART, locs)
             self._group(out, existing, fid_col)
         new = changes.filter(pc.invert(found))
         is_upsert = pc.equal(new.column(KIND), UPSERT)
@@ -81,20 +91,34 @@ class BucketAssigner:
         self.assign_inserts(out, new.filter(is_upsert))
         return out
 
-    def _move_partitions(self, out, existing, fid_col, locs, moved):
-        """GLOBAL index, partition value changed, update.partition.path=true: delete + insert."""
-        if not self.update_partition_path:
-            existing = existing.set_column(existing.schema.get_field_index(PART), PART, locs)
+    def _move_partitions(self, out, existing, fid_col, locs, moved, stored_ordering):
+        """GLOBAL index with update.partition.path=true, a record whose partition value changed
+        (Hudi 0.14+): it is first combined with the stored record by the ordering rule.  If it
+        wins, the stored copy is deleted (MOVED_OUT) and the record inserted in its new partition;
+        if the stored record wins, nothing changes.  Soft deletes and the delete operation do not
+        move: they go to the file group holding the key, which deletes it wherever it is.  Records
+        of the same key in other tasks of this write are settled at commit (reconcile)."""
+        movers = pc.and_(moved, pc.equal(existing.column(KIND), UPSERT))
+        if not pc.any(movers).as_py():
             return existing, fid_col, locs
-        stay = pc.invert(moved)
-        movers = existing.filter(moved)
-        tombstones = movers.set_column(movers.schema.get_field_index(PART), PART, locs.filter(moved))
-        tombstones = tombstones.set_column(
-            tombstones.schema.get_field_index(KIND), KIND, pa.array(np.full(movers.num_rows, DELETE, np.int8))
-        )
-        self._group(out, tombstones, fid_col.filter(moved))
-        self.assign_inserts(out, movers.filter(pc.equal(movers.column(KIND), UPSERT)))
-        return existing.filter(stay), fid_col.filter(stay), locs.filter(stay)
+        stays = pc.invert(movers)
+        rows, row_fids, row_locs = existing.filter(movers), fid_col.filter(movers), locs.filter(movers)
+        if stored_ordering is not None:
+            precombine = self.ctx.config.precombine_field
+            stored = stored_ordering(rows, row_fids)
+            incoming = rows.column(precombine)
+            # ties and nulls go to the incoming record, as in merge_file_group
+            beats = pc.invert(pc.fill_null(pc.greater(stored, incoming), False))
+            rows, row_fids, row_locs = rows.filter(beats), row_fids.filter(beats), row_locs.filter(beats)
+        if rows.num_rows:
+            tombstones = rows.set_column(rows.schema.get_field_index(PART), PART, row_locs)
+            kinds = pa.array(np.full(rows.num_rows, MOVED_OUT, np.int8))
+            tombstones = tombstones.set_column(tombstones.schema.get_field_index(KIND), KIND, kinds)
+            self._group(out, tombstones, row_fids)
+            out.moved_from.update(pc.unique(row_fids).to_pylist())
+            out.moved_keys = rows.column(KEY).combine_chunks()
+            self.assign_inserts(out, rows)
+        return existing.filter(stays), fid_col.filter(stays), locs.filter(stays)
 
     def _group(self, out: Assignment, rows: pa.Table, fid_col: pa.Array) -> None:
         """Split rows by file group: one sort, then contiguous slices."""

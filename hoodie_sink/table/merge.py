@@ -3,7 +3,13 @@
 A *change set* is an Arrow table of data columns (table schema) plus four control columns:
 `_hk` the record key, `_hp` the partition path, `_ho` the arrival order (int64, larger =
 later) and `_hd` the change kind (UPSERT, SOFT_DELETE: a `_hoodie_is_deleted` record that still
-obeys the ordering rule, DELETE: the delete operation, which always wins).
+obeys the ordering rule, DELETE: the delete operation, which always wins, MOVED_OUT: the stored
+copy of a key whose record moves to another partition under a global index; the task has
+already checked that the record beats the stored one, so it deletes like DELETE).
+
+A record's identity is its key under a global index and the pair (key, partition path) under
+a partition-scoped one (BLOOM, BUCKET): changes are combined per identity, as Hudi's
+de-duplication does.
 
 Ordering rule (Hudi's DefaultHoodieRecordPayload / OverwriteWithLatest): with a precombine
 field the record with the highest value wins, within a batch and against the stored record;
@@ -23,7 +29,7 @@ from hoodie_sink.table.schema import META_COLUMNS
 
 KEY, PART, ORDER, KIND = "_hk", "_hp", "_ho", "_hd"
 CONTROL = (KEY, PART, ORDER, KIND)
-UPSERT, SOFT_DELETE, DELETE = 0, 1, 2
+UPSERT, SOFT_DELETE, DELETE, MOVED_OUT = 0, 1, 2, 3
 COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
 
 
@@ -37,24 +43,37 @@ def _not_greater(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -
     return ~np.asarray(pc.fill_null(gt, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def reduce_changes(changes: pa.Table, precombine: str | None) -> pa.Table:
-    """Keep one change per record key: the winner of the ordering rule."""
+def reduce_changes(changes: pa.Table, precombine: str | None, per_partition: bool = False) -> pa.Table:
+    """Keep one change per record: the winner of the ordering rule.  A record is its key, or
+    with `per_partition` (partition-scoped indexes) its (key, partition path) pair: a delete of
+    k in one partition and an insert of k in another are two records, both kept."""
     if changes.num_rows <= 1:
         return changes
     if pc.count_distinct(changes.column(KEY), mode="all").as_py() == changes.num_rows:
         return changes  # one change per key already (the common case): no sort needed
-    sort_keys = [(KEY, "ascending")]
+    scope = [KEY, PART] if per_partition else [KEY]
+    sort_keys = [(c, "ascending") for c in scope]
     if precombine:
         sort_keys.append((precombine, "descending", "at_end"))
     sort_keys.append((ORDER, "descending"))
     order = pc.sort_indices(changes, sort_keys=sort_keys)
     ranked = changes.take(order)
-    keys = ranked.column(KEY).combine_chunks()
-    first = np.ones(len(keys), dtype=bool)
-    if len(keys) > 1:
-        same = pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))
-        first[1:] = ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+    first = first_of_groups(ranked, scope)
     return ranked.filter(pa.array(first))
+
+
+def first_of_groups(ranked: pa.Table, scope: list[str]) -> np.ndarray:
+    """Mask of the first row of each run of equal `scope` values (rows sorted by scope)."""
+    n = ranked.num_rows
+    first = np.zeros(n, dtype=bool)
+    if n == 0:
+        return first
+    first[0] = True
+    for c in scope:
+        col = ranked.column(c).combine_chunks()
+        same = pc.equal(col.slice(1), col.slice(0, n - 1))
+        first[1:] |= ~np.asarray(pc.fill_null(same, False).to_numpy(zero_copy_only=False), dtype=bool)
+    return first
 
 
 @dataclass
@@ -114,7 +133,7 @@ def merge_file_group(
             incoming = changes.column(precombine).take(pa.array(inc_at))
             # the stored record survives only if its ordering value is strictly greater
             wins &= _not_greater(stored, incoming)
-        wins |= valid & (kinds[inc_at] == DELETE)  # the delete operation ignores ordering
+        wins |= valid & (kinds[inc_at] >= DELETE)  # the delete operation (and a move) ignores ordering
         matched_inc[inc_at[valid]] = True
         deleted = wins & (kinds[inc_at] != UPSERT)
         updated = wins & (kinds[inc_at] == UPSERT)

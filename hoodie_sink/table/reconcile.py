@@ -5,7 +5,11 @@ Two things can only be settled once every task has finished:
 - changes staged for a file group that another task owned (or that a task had already
   written once): they are merged on top of the newest version of that file group;
 - a new key that two tasks (or two flushes) both inserted: the ordering rule picks the winner,
-  and the loser is deleted from the new file group that holds it.
+  and the loser is deleted from the new file group that holds it;
+- a key that a global index moved to another partition (update.partition.path): every change
+  of it, from every task, went to the file group that stores it (the movers as MOVED_OUT), so
+  the changes kept for that file group name the overall winner; copies the movers inserted in
+  other partitions are dropped unless they are the winner (a key is in one partition only).
 Merges run in a thread pool (pyarrow releases the GIL for reading, merging and writing).
 The superseded versions written by tasks are left unreferenced; the commit deletes them with
 the other unreported files.
@@ -30,6 +34,7 @@ from hoodie_sink.table.merge import (
     COMMIT_SEQNO,
     COMMIT_TIME,
     KEY,
+    KIND,
     ORDER,
     PART,
     RECORD_KEY,
@@ -70,7 +75,11 @@ def reconcile(ctx: WriteContext, results: list, threads: int | None = None) -> R
             changes.setdefault((st.partition_path, st.file_id), []).append(st.path)
             out.staged_rows += 0 if st.owner else st.rows
     logs = [p for r in results for p in getattr(r, "inserted_key_logs", [])]
-    removals = _duplicate_insert_losers(ctx, logs) if logs else {}
+    inserted = _read_all(ctx, logs) if logs else None
+    removals = _duplicate_insert_losers(ctx, inserted) if inserted is not None else {}
+    if inserted is not None:
+        for key, losers in _move_losers(ctx, results, inserted).items():
+            removals.setdefault(key, set()).update(losers)
     out.duplicate_inserts = sum(len(v) for v in removals.values())
     jobs = sorted(set(changes) | set(removals))
     if not jobs:
@@ -114,7 +123,10 @@ def _rewrite(
                 tables.append(pq.read_table(f))
         base = read_base_file(storage, old_bf.path, schema) if old_bf else None
         prev = old_bf.instant if old_bf else NULL_COMMIT
-        reduced = reduce_changes(pa.concat_tables(tables, promote_options="permissive"), precombine)
+        per_partition = ctx.config.index_type != "global_bloom"
+        all_changes = pa.concat_tables(tables, promote_options="permissive")
+        reduced = reduce_changes(all_changes, precombine, per_partition)
+        del all_changes
         del tables
         merged = merge_file_group(base, reduced, precombine, ctx.instant, i,
                                   commit_time_ordering=ctx.config.commit_time_ordering)
@@ -144,15 +156,51 @@ def _rewrite(
     return stat, missing
 
 
-def _duplicate_insert_losers(ctx: WriteContext, logs: list[str]) -> dict[tuple[str, str], set[str]]:
+def _read_all(ctx: WriteContext, paths: list[str], columns: list[str] | None = None) -> pa.Table:
+    tables = []
+    for p in paths:
+        with ctx.storage.open_input_file(p) as f:
+            pf = pq.ParquetFile(f)
+            cols = None if columns is None else [c for c in columns if c in pf.schema_arrow.names]
+            tables.append(pf.read(columns=cols))
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[tuple[str, str], set[str]]:
+    """(partition, file id) -> keys to drop: copies that movers inserted in a new partition when
+    the key's overall winner is another record (a later mover, or an update or delete of the key
+    where it is stored, from another task or flush).  Every change of a stored key went to the file
+    group storing it (a mover as MOVED_OUT), and tasks keep all change sets of the file groups they
+    moved keys out of (or their ranking columns, when nothing re-merges them): those sets hold
+    every candidate, ranked here as the merge ranks them."""
+    sources = {fid for r in results for fid in getattr(r, "moved_from", [])}
+    moved_logs = [p for r in results for p in getattr(r, "moved_key_logs", [])]
+    if not sources or not moved_logs:
+        return {}
+    paths = [st.path for r in results for st in getattr(r, "staged", []) + getattr(r, "owned", [])
+             if st.file_id in sources]  # fmt: skip
+    paths += [p for r in results for p in getattr(r, "moved_change_logs", [])]
+    precombine = ctx.config.precombine_field
+    changes = _read_all(ctx, paths, [KEY, PART, ORDER, KIND, precombine])
+    moved = pc.unique(_read_all(ctx, moved_logs).column(KEY))
+    changes = changes.filter(pc.is_in(changes.column(KEY), value_set=moved))
+    if changes.num_rows == 0:
+        return {}
+    winners = reduce_changes(changes, precombine if precombine in changes.column_names else None)
+    cand = inserted.filter(pc.is_in(inserted.column(KEY), value_set=moved))
+    # an inserted copy survives only if it is the winner itself (the same arrival order)
+    lose = pc.invert(pc.is_in(cand.column(ORDER), value_set=winners.column(ORDER).combine_chunks()))
+    losers = cand.filter(pc.and_(lose, pc.is_valid(cand.column("_hf"))))
+    out: dict[tuple[str, str], set[str]] = {}
+    # losers only: a handful of rows
+    for part, fid, key in zip(*(losers.column(c).to_pylist() for c in (PART, "_hf", KEY))):
+        out.setdefault((part, fid), set()).add(key)
+    return out
+
+
+def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[str, str], set[str]]:
     """(partition, file id) -> keys to drop: the losing copies of keys that this write inserted
     more than once (several tasks or flushes), or inserted and deleted in different tasks."""
-    storage = ctx.storage
-    tables = []
-    for p in logs:
-        with storage.open_input_file(p) as f:
-            tables.append(pq.read_table(f))
-    keys = pa.concat_tables(tables, promote_options="permissive")
     scope = [KEY] if ctx.config.index_type == "global_bloom" else [PART, KEY]
     counts = keys.group_by(scope).aggregate([(KEY, "count")])
     dups = counts.filter(pc.greater(counts.column(f"{KEY}_count"), 1))

@@ -82,6 +82,11 @@ class UpsertResult(TaskResult):
     owned: list[StagedChanges] = field(default_factory=list)
     inserted_key_logs: list[str] = field(default_factory=list)
     num_missing_deletes: int = 0
+    # file groups this task moved keys out of (global index): their change sets are all kept, so
+    # the commit can tell which copy of a moved key wins; and logs of the moved keys
+    moved_from: list[str] = field(default_factory=list)
+    moved_key_logs: list[str] = field(default_factory=list)
+    moved_change_logs: list[str] = field(default_factory=list)  # final change sets of those file groups
 
 
 def claim_path(instant: str, fid: str) -> str:
@@ -101,6 +106,8 @@ class UpsertTask:
         self.settings = parquet_settings(ctx)
         self.file_schema = file_schema(ctx.data_schema)
         self.precombine = self.cfg.precombine_field if self.cfg.operation != "delete" else None
+        # a record is its key under a global index, its (key, partition path) pair otherwise
+        self.per_partition = self.cfg.index_type != "global_bloom"
         self.storage = ctx.storage
         self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)
         self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
@@ -119,6 +126,7 @@ class UpsertTask:
         self._claimed: set[str] = set()
         self._contended: set[str] = set()  # file groups another task also changes
         self._written: set[str] = set()  # file groups this task already wrote a version of
+        self._moved_from: set[str] = set()  # file groups this task moved keys out of
         self._prefix = new_file_id_prefix()
         self._next_file = 0
         self._flushes = 0
@@ -172,11 +180,14 @@ class UpsertTask:
             assignment = Assignment()
             self.assigner.assign_inserts(assignment, changes)
         elif self.cfg.index_type == "bucket":
-            assignment = self.assigner.assign_for_bucket_index(reduce_changes(changes, self.precombine))
+            assignment = self.assigner.assign_for_bucket_index(self._reduce(changes))
         else:
-            changes = reduce_changes(changes, self.precombine)
+            changes = self._reduce(changes)
             tags = self.index.tag(changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks())
-            assignment = self.assigner.assign(changes, tags)
+            # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
+            compare = self.precombine and not self.cfg.commit_time_ordering
+            stored_ordering = self._stored_ordering if compare else None
+            assignment = self.assigner.assign(changes, tags, stored_ordering)
         clustering = self.ctx.clustering_file_groups
         if clustering:
             hit = {(part, fid): clustering[(part, fid)] for part, fid in assignment.buckets
@@ -184,6 +195,12 @@ class UpsertTask:
             if hit:
                 raise clustering_conflict(self.cfg.path, hit)
         self.result.num_missing_deletes += assignment.missing_deletes
+        new_sources = assignment.moved_from - self._moved_from
+        self._moved_from |= new_sources
+        self.result.moved_from.extend(sorted(new_sources))
+        if assignment.moved_keys is not None and len(assignment.moved_keys):
+            rel = self._write_log("moved", pa.table({KEY: assignment.moved_keys}))
+            self.result.moved_key_logs.append(rel)
         if not self.append_only:
             for part, fid, rows in assignment.small_file_inserts:
                 self._log_inserted_keys(rows, np.full(rows.num_rows, fid, dtype=object))
@@ -200,6 +217,14 @@ class UpsertTask:
                 self._flush_bucket(key)
         while self._buffered >= self.cfg.task_buffer_bytes and self._bucket_bytes:
             self._flush_bucket(max(self._bucket_bytes, key=self._bucket_bytes.get))
+
+    def _reduce(self, changes: pa.Table) -> pa.Table:
+        return reduce_changes(changes, self.precombine, per_partition=self.per_partition)
+
+    def _stored_ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:
+        value_type = rows.schema.field(self.precombine).type
+        keys = rows.column(KEY).combine_chunks()
+        return self.index.stored_values(keys, file_ids, self.precombine, value_type)
 
     def _try_claim(self, fid: str) -> bool:
         if fid in self._claimed:
@@ -259,7 +284,7 @@ class UpsertTask:
 
         def changes() -> pa.Table:
             table = pa.concat_tables(parts)
-            return table if self.append_only else reduce_changes(table, self.precombine)
+            return table if self.append_only else self._reduce(table)
 
         if bucket.startswith(Assignment.NEW):
             return lambda: self._write_new(partition_path, changes())
@@ -303,6 +328,14 @@ class UpsertTask:
             self.result.write_stats.append(stat)
         if keep:
             self._stage(partition_path, fid, changes, flush_no, owner=True)
+        elif fid in self._moved_from:
+            # keys moved out of this file group: the commit needs every change of theirs to know
+            # which copy wins (another flush of this task may have updated them here); the change
+            # set is final (nothing re-merges it), so its ranking columns are enough
+            cols = [c for c in (KEY, PART, ORDER, KIND, self.precombine) if c in changes.column_names]
+            rel = self._write_log("moves", changes.select(cols))
+            with self._lock:
+                self.result.moved_change_logs.append(rel)
 
     def _stage(self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, owner: bool = False) -> None:
         self.guard.check()
@@ -340,19 +373,23 @@ class UpsertTask:
 
     def _log_inserted_keys(self, inserts: pa.Table, fids: np.ndarray) -> None:
         """Record (key, partition, order, file) of new keys for the commit's duplicate check."""
-        with self._lock:
-            self._logs += 1
-            log_no = self._logs
         cols = {KEY: inserts.column(KEY), PART: inserts.column(PART), ORDER: inserts.column(ORDER),
                 KIND: inserts.column(KIND), "_hf": pa.array(fids, pa.string())}  # fmt: skip
         if self.precombine:
             cols[self.precombine] = inserts.column(self.precombine)
-        rel = f"{marker_dir(self.ctx.instant)}/inserted/{self.task.token}-{log_no}.parquet"
-        with self.storage.open_output(rel) as out:
-            pq.write_table(pa.table(cols), out, compression="lz4")
-        self.guard.wrote(rel)
+        rel = self._write_log("inserted", pa.table(cols))
         with self._lock:
             self.result.inserted_key_logs.append(rel)
+
+    def _write_log(self, kind: str, table: pa.Table) -> str:
+        with self._lock:
+            self._logs += 1
+            log_no = self._logs
+        rel = f"{marker_dir(self.ctx.instant)}/{kind}/{self.task.token}-{log_no}.parquet"
+        with self.storage.open_output(rel) as out:
+            pq.write_table(table, out, compression="lz4")
+        self.guard.wrote(rel)
+        return rel
 
 
 def _select(batch: pa.RecordBatch, schema: pa.Schema, allow_missing: bool = False) -> pa.RecordBatch:

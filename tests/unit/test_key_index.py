@@ -198,6 +198,21 @@ def test_own_table_wrong_partition_matches_only_globally(own_table):
     assert glob.partition_path.to_pylist() == [key_to_part[k] for k in keys]
 
 
+def test_stored_values_of_found_keys(own_table):
+    """A global index moving records reads the stored ordering value of found keys: per key from
+    the file the tag found, in input order; a column the files lack gives nulls."""
+    path, key_to_part, base_files = own_table
+    storage = Storage(str(path))
+    truth = {r["id"]: r["v"] for r in read_snapshot(str(path)).select(["id", "v"]).to_pylist()}
+    rng = random.Random(9)
+    keys = rng.sample(sorted(key_to_part), 700)
+    index = KeyIndex(storage, base_files, global_index=True)
+    tags = index.tag(pa.array(keys))
+    got = index.stored_values(pa.array(keys), tags.file_id, "v", pa.int64())
+    assert got.to_pylist() == [truth[k] for k in keys]
+    assert index.stored_values(pa.array(keys), tags.file_id, "nope", pa.int64()).null_count == len(keys)
+
+
 def test_own_table_caches_hit_on_second_call(own_table):
     path, key_to_part, base_files = own_table
     keys, parts = _sample_batch(key_to_part, random.Random(3), 2000, 2000)

@@ -37,6 +37,19 @@ def test_reduce_keeps_highest_precombine_then_latest():
     assert got == {"a": "a2", "b": "b2", "c": "c1"}  # latest wins
 
 
+def test_reduce_per_partition_keeps_one_change_per_key_and_partition():
+    """Partition-scoped indexes: (key, partition) is the record; a delete of k in d4 and a later
+    insert of k in d0 both survive.  A global index combines per key."""
+    c = changes(["k", "k", "k", "j"], ["del", "ins", "ins2", "j1"], [1, 2, 3, 1],
+                kinds=[SOFT_DELETE, UPSERT, UPSERT, UPSERT])  # fmt: skip
+    c = c.set_column(c.schema.get_field_index("_hp"), "_hp", pa.array(["d4", "d0", "d0", "d0"]))
+    r = reduce_changes(c, "ts", per_partition=True)
+    got = sorted(zip(r.column("_hk").to_pylist(), r.column("_hp").to_pylist(), r.column("v").to_pylist()))
+    assert got == [("j", "d0", "j1"), ("k", "d0", "ins2"), ("k", "d4", "del")]
+    r = reduce_changes(c, "ts")
+    assert sorted(r.column("v").to_pylist()) == ["ins2", "j1"]
+
+
 def test_merge_updates_in_place_inserts_last_deletes_and_ordering():
     old = base(["k1", "k2", "k3", "k4"], ["o1", "o2", "o3", "o4"], [10, 10, 10, 10])
     c = changes(

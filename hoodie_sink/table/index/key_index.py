@@ -390,6 +390,53 @@ class KeyIndex:
         file_of = self._exact_match(keys, codes, chosen)
         return self._result(file_of, n)
 
+    def stored_values(
+        self, keys: pa.Array, file_ids: pa.Array, column: str, value_type: pa.DataType
+    ) -> pa.Array:
+        """The stored `column` value of each found key (`file_ids`: where `tag` found it), null where
+        the file lacks the column.  Reads only that column of the files named (their key columns
+        come from the cache `tag` filled): a global index needs the stored ordering value to decide
+        whether a record that changes its partition beats the stored one (then it moves) or not."""
+        n = len(keys)
+        out = pa.nulls(n, value_type)
+        if n == 0:
+            return out
+        keys = _as_string(keys, "record keys")
+        file_ids = _as_string(file_ids, "file ids")
+        rank = {b.file_id: i for i, b in enumerate(self._files)}
+        enc = pc.dictionary_encode(file_ids)
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        files = [rank[f] for f in enc.dictionary.to_pylist()]
+        key_cols = self._key_columns(files)
+
+        def read(j: int) -> pa.Array:
+            i = files[j]
+            path = self._files[i].path
+            try:
+                with self.storage.open_input_file(path) as f:
+                    pf = pq.ParquetFile(f)
+                    if column not in pf.schema_arrow.names:
+                        return pa.nulls(pf.metadata.num_rows, value_type)
+                    vals = pf.read(columns=[column], use_threads=False).column(0)
+            except (OSError, pa.ArrowInvalid) as e:
+                raise HoodieTableError(f"Cannot read {column} of {self.storage.full(path)}: {e}") from e
+            return pc.cast(vals, value_type).combine_chunks()
+
+        # per file (not per record): the records' positions in its key column, then its values
+        values = _parallel(read, list(range(len(files))))
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(files) + 1))
+        pieces, at = [], []
+        for j, i in enumerate(files):
+            rec = order[bounds[j] : bounds[j + 1]]
+            pos = pc.index_in(keys.take(pa.array(rec)), value_set=key_cols[i])
+            pieces.append(values[j].take(pos))
+            at.append(rec)
+        gathered = pa.concat_arrays(pieces)
+        back = np.empty(n, dtype=np.int64)
+        back[np.concatenate(at)] = np.arange(n)
+        return gathered.take(pa.array(back))
+
     # -- steps -------------------------------------------------------------------------------
 
     def _groups(

@@ -28,8 +28,13 @@ PARTITIONS = "abcd"
 VARIANTS = [("bloom", False), ("bucket", False), ("global_bloom", False), ("global_bloom", True)]
 
 
-def options_for(index: str, move: bool) -> dict[str, str]:
+OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+
+
+def options_for(index: str, move: bool, commit_time: bool = False) -> dict[str, str]:
+    payload = {"hoodie.datasource.write.payload.class": OVERWRITE_WITH_LATEST} if commit_time else {}
     return {
+        **payload,
         "hoodie.table.name": "keyed",
         "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "p",
@@ -47,6 +52,9 @@ def options_for(index: str, move: bool) -> dict[str, str]:
 class KeyedModel:
     index: str
     move: bool = False
+    # OverwriteWithLatestAvroPayload: the ordering value decides within a batch only; against the
+    # stored record the incoming one always wins
+    commit_time: bool = False
     rows: dict = field(default_factory=dict)  # identity -> (stored partition path, row)
 
     @property
@@ -68,7 +76,7 @@ class KeyedModel:
             if operation == "delete":
                 self.rows.pop(ident, None)
                 continue
-            if stored is not None and stored[1]["ts"] > r["ts"]:
+            if stored is not None and not self.commit_time and stored[1]["ts"] > r["ts"]:
                 continue  # the stored record wins: nothing changes, nothing moves
             if r["_hoodie_is_deleted"]:
                 self.rows.pop(ident, None)

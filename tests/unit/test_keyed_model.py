@@ -56,11 +56,22 @@ def arrival_order(shards):
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("index,move", VARIANTS, ids=[f"{i}{'-move' if m else ''}" for i, m in VARIANTS])
 def test_keyed_writes_match_hudi_semantics(tmp_path, monkeypatch, index, move, seed):
+    check_against_model(tmp_path, monkeypatch, index, move, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("index,move", [("bloom", False), ("global_bloom", True)], ids=["bloom", "global_bloom-move"])
+def test_commit_time_ordering_matches_hudi_semantics(tmp_path, monkeypatch, index, move, seed):
+    """OverwriteWithLatestAvroPayload: late records replace the stored one (and move it)."""
+    check_against_model(tmp_path, monkeypatch, index, move, seed, commit_time=True)
+
+
+def check_against_model(tmp_path, monkeypatch, index, move, seed, commit_time=False):
     rng = random.Random(1000 + seed)
     gen = BatchGenerator(seed)
-    model = KeyedModel(index, move)
+    model = KeyedModel(index, move, commit_time)
     path = tmp_path / "t"
-    options = options_for(index, move)
+    options = options_for(index, move, commit_time)
     options["hoodie.write.buffer.bucket.max.bytes"] = str(rng.choice([1500, 10**8]))  # many flushes, or one
     # several tag batches per task, or one
     monkeypatch.setattr(upsert_task, "TAG_ROWS", rng.choice([20, upsert_task.TAG_ROWS]))

@@ -79,10 +79,10 @@ class HoodieReader(DataSourceReader):
         preds = [p for p in self.partition_predicates if p.attribute[0] in fields]
         if not preds or not fields or timestamp_keygen:
             return None
-        hive = snap.table.hive_style
+        hive, url_encode = snap.table.hive_style, snap.table.url_encode
 
         def keep(partition_path: str) -> bool:
-            values = parse_partition_path(partition_path, fields, hive)
+            values = parse_partition_path(partition_path, fields, hive, url_encode)
             return all(_holds(p, values.get(p.attribute[0])) for p in preds)
 
         return keep

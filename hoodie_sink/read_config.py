@@ -46,7 +46,9 @@ _READ_TUNING = (
 _KNOWN_READ_KEYS = (QUERY_TYPE, AS_OF_INSTANT, INCREMENTAL_FORMAT, EXTRACT_PARTITION_VALUES)
 _WRITE_KEYS = {k.lower() for o in OPTIONS for k in (o.key, *o.aliases)}
 
-AS_OF_FORMATS = "'yyyyMMddHHmmssSSS', 'yyyyMMddHHmmss', 'yyyy-MM-dd HH:mm:ss.SSS', 'yyyy-MM-dd HH:mm:ss', 'yyyy-MM-dd'"
+AS_OF_FORMATS = (
+    "'yyyyMMddHHmmssSSS', 'yyyyMMddHHmmss', 'yyyy-MM-dd HH:mm:ss.SSS', 'yyyy-MM-dd HH:mm:ss', 'yyyy-MM-dd'"
+)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,9 @@ def _query_type(raw: Mapping[str, str]) -> str:
             f"Option '{QUERY_TYPE}' got '{raw.get(QUERY_TYPE)}'; accepted values: {', '.join(QUERY_TYPES)}."
         )
     if fmt not in ("", "latest_state"):
-        raise HoodieConfigError(f"Option '{INCREMENTAL_FORMAT}' got '{fmt}'; it applies to incremental queries only.")
+        raise HoodieConfigError(
+            f"Option '{INCREMENTAL_FORMAT}' got '{fmt}'; it applies to incremental queries only."
+        )
     return value
 
 

@@ -131,7 +131,7 @@ class HoodieReader(DataSourceReader):
         for rel in self._slot_files(storage, slot, n, plan, planned):
             yield from read_base_file(storage, rel, schema, self.columns).to_batches()
 
-    def _slot_files(self, storage: Storage, slot: int, n: int, plan, planned: tuple[str, ...]) -> tuple[str, ...]:
+    def _slot_files(self, storage: Storage, slot: int, n: int, plan, planned: tuple[str, ...]) -> tuple:
         """The base files slot `slot` of `n` reads: those of the snapshot pinned for this query."""
         cutoff = query_started_ms()
         if cutoff is None:

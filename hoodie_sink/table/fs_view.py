@@ -48,7 +48,7 @@ def list_table_files(storage: Storage, partitions: list[str] | None = None) -> L
     files: list[str] = []
     for root in roots:
         files.extend(storage.walk_files(root) if root else _walk_data(storage))
-    marked = {posixpath.dirname(rel) for rel in files if posixpath.basename(rel).startswith(PARTITION_METAFILE)}
+    marked = {posixpath.dirname(f) for f in files if posixpath.basename(f).startswith(PARTITION_METAFILE)}
     for rel in files:
         part, name = posixpath.split(rel)
         if not _is_partition(part, marked):

@@ -24,7 +24,8 @@ def test_as_of_instant_formats(value, instant):
 
 
 @pytest.mark.parametrize(
-    "value", ["yesterday", "2026-11-23T18:18:25", "20261323181825", "2026-02-30", "2026112318", "2026-11-23 18:18"]
+    "value",
+    ["yesterday", "2026-11-23T18:18:25", "20261323181825", "2026-02-30", "2026112318", "2026-11-23 18:18"],
 )
 def test_as_of_instant_that_is_no_instant_is_an_error(value):
     with pytest.raises(HoodieConfigError, match=r"as\.of\.instant.*yyyyMMddHHmmssSSS.*yyyy-MM-dd'"):
@@ -36,7 +37,7 @@ def test_query_types():
     cfg = ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "READ_OPTIMIZED"})
     assert cfg.read_optimized
     for value in ("incremental", "cdc"):
-        with pytest.raises(HoodieConfigError, match=f"hoodie.datasource.query.type.*{value}.*not supported yet"):
+        with pytest.raises(HoodieConfigError, match=f"query.type.*{value}.*not supported yet"):
             ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": value})
     with pytest.raises(HoodieConfigError, match="not supported yet"):
         ReadConfig.from_options(
@@ -50,7 +51,7 @@ def test_query_types():
 
 
 def test_unknown_hoodie_read_option_is_an_error_with_a_suggestion():
-    with pytest.raises(HoodieConfigError, match="Unknown read option 'hoodie.datasource.query.typ'.*Did you mean"):
+    with pytest.raises(HoodieConfigError, match="Unknown read option 'hoodie.datasource.query.typ'.*Did you"):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.typ": "snapshot"})
     with pytest.raises(HoodieConfigError, match="Unknown read option 'hoodie.datasource.read.as.of.instant'"):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.read.as.of.instant": "2026-11-23"})

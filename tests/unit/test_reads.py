@@ -149,7 +149,7 @@ def test_spark_reader_reads_one_snapshot_per_query_from_a_reused_plan(tmp_path, 
     monkeypatch.setattr(spark_reader, "query_started_ms", lambda: done1_ms + 20_000)  # a new query
     assert _read_all_slots(reader, parts) == [{"id": 1, "v": 1}, {"id": 2, "v": 0}, {"id": 3, "v": 1}]
     monkeypatch.setattr(spark_reader, "query_started_ms", lambda: None)  # no query to pin on
-    with pytest.raises(HoodieTableError, match="changed since this read was planned.*re-create the temporary view"):
+    with pytest.raises(HoodieTableError, match="changed since this read was planned.*re-create the temporary"):
         _read_all_slots(reader, parts)
 
 

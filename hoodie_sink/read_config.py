@@ -80,7 +80,8 @@ class ReadConfig:
                 ignored.append(key)
                 continue
             known = [*_KNOWN_READ_KEYS, *_WRITE_KEYS]
-            near = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+            near = [AS_OF_INSTANT] if key.endswith(AS_OF_INSTANT) else []  # Hudi's key has no prefix
+            near = near or difflib.get_close_matches(key, known, n=1, cutoff=0.75)
             hint = f" Did you mean '{near[0]}'?" if near else ""
             raise HoodieConfigError(
                 f"Unknown read option '{key}'.{hint} Help: read options are {QUERY_TYPE} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -144,6 +145,8 @@ def test_spark_reader_reads_one_snapshot_per_query_from_a_reused_plan(tmp_path, 
     reader = spark_reader.HoodieReader(ReadConfig(path=path), ["id", "v"])
     parts = reader.partitions()  # planned at commit 1 (2 base files: 2 slots)
     done1_ms, _ = _write_two_commits_after(path)
+    # commit 2 is stamped 10 s ahead, so it looks in flight to the first query: skip the real wait
+    monkeypatch.setattr(spark_reader, "pinned_timeline", functools.partial(pinned_timeline, sleep=lambda s: None))
     monkeypatch.setattr(spark_reader, "query_started_ms", lambda: done1_ms + 5_000)  # an older query
     assert _read_all_slots(reader, parts) == [{"id": 1, "v": 0}, {"id": 2, "v": 0}]
     monkeypatch.setattr(spark_reader, "query_started_ms", lambda: done1_ms + 20_000)  # a new query

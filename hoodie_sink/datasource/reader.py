@@ -1,6 +1,19 @@
 """`spark.read.format("hoodie").load(path)`: snapshot reads of copy-on-write tables.
 
-One input partition per base file.  When Spark pushes filters down
+Which snapshot: Spark 4.3 calls `partitions()` once per DataFrame or temporary view and reuses
+that plan for every later query of it, so a snapshot fixed there would be served forever (an
+`INSERT INTO v` would not show in `SELECT ... FROM v`).  The plan therefore fixes only the number
+of input partitions (one per base file then) and remembers which files it found; each task
+resolves the snapshot again, pinned to the moment its query was created, which Spark ships to
+every task of the query (`query_started_ms`): the latest instant completed by then
+(`table.reader.pinned_timeline`).  Every task of one query derives the same instant from the same
+timeline on storage, on any executor, whatever commits land while they run.  If that snapshot is
+the planned one, a task reads its planned file; otherwise the tasks list the new snapshot and
+share its files round-robin (a table that grew is read with the planned number of tasks).
+Without a query id (not a Spark SQL execution) a task reads the planned snapshot, and fails with
+an error if the table has changed since, never with a stale answer.
+
+Pruning: when Spark pushes filters down
 (spark.sql.python.filterPushdown.enabled=true, off by default in Spark 4.3), base files are
 skipped in two steps:
 
@@ -13,9 +26,12 @@ skipped in two steps:
 Both only drop files that certainly hold no matching row, and every filter is still returned to
 Spark, so rows are filtered exactly either way.
 
-Caveat (Spark 4.3): Spark keeps the read plan of a pushdown on the relation, and a later
-query on the SAME DataFrame with no filter at all reuses it (reads the pruned files only).
-Upstream Spark scopes it to the scan since.  Load the table again for an unfiltered query.
+Spark 4.3 keeps the read plan of a pushdown on the relation, and a later query with no filter
+at all reuses it, pushed filters included.  A task recognises such a reuse when its query was
+created after the plan was made (a view's later query): it then prunes nothing and reads every
+file of its snapshot (Spark filters rows above the scan anyway).  A query on the SAME DataFrame
+object that was created before the pushdown (`df.collect()` after `df.where(...).collect()`)
+cannot be told apart: load the table again for such an unfiltered query (README).
 """
 
 from __future__ import annotations
@@ -23,6 +39,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import logging
+import time
+import uuid
 from collections.abc import Callable
 
 from pyspark.sql.datasource import (
@@ -39,39 +57,54 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table import data_skipping
 from hoodie_sink.table.data_skipping import Predicate
+from hoodie_sink.table.file_group import BaseFile
 from hoodie_sink.table.keygen import parse_partition_path
-from hoodie_sink.table.reader import Snapshot, read_base_file
+from hoodie_sink.table.reader import Snapshot, load_timeline, pinned_timeline, read_base_file
+from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
 
 
 class HoodieReader(DataSourceReader):
-    def __init__(self, path: str, as_of: str | None, columns: list[str], read_optimized: bool = False):
-        self.path = path
-        self.as_of = as_of
-        self.read_optimized = read_optimized
+    """Plans at `partitions()`, resolves the snapshot again in every task (see the module doc)."""
+
+    def __init__(self, config: ReadConfig, columns: list[str]):
+        self.config = config
         self.columns = columns
         self.partition_predicates: list = []  # Spark filters, for partition pruning
         self.predicates: list[Predicate] = []  # every supported filter, for data skipping
 
     def partitions(self):
-        snap = Snapshot.open(self.path, self.as_of, self.read_optimized)
+        snap = self._open()
         self._schema = snap.schema
-        prune = self._pruner(snap)
-        files = snap.base_files(prune)
+        files = self._files(snap)
+        plan = (snap.instant, snap.completed_writes, int(time.time() * 1000))
+        n = max(1, len(files))
+        # Spark ships only .value.  One slot per planned base file; the number of slots is fixed
+        # now, the files a slot reads are decided again at read time if the table changed.
+        return [InputPartition((i, n, plan, (files[i].path,) if files else ())) for i in range(n)]
+
+    def _open(self, timeline=None) -> Snapshot:
+        cfg = self.config
+        return Snapshot.open(cfg.path, cfg.as_of_instant, cfg.read_optimized, timeline=timeline)
+
+    def _files(self, snap: Snapshot) -> list[BaseFile]:
+        files = snap.base_files(self._pruner(snap))
         if self.predicates:
             skipping = data_skipping.prune(snap.storage, files, self.predicates)
             log.info(
                 "hoodie data skipping on %s: %d of %d base files skipped (%d footers read)",
-                self.path,
+                self.config.path,
                 skipping.skipped,
                 skipping.considered,
                 skipping.footers_read,
             )
             files = skipping.files
-        return [InputPartition(bf.path) for bf in files]  # Spark ships only .value
+        return sorted(files)
 
     def _pruner(self, snap: Snapshot) -> Callable[[str], bool] | None:
         fields = snap.table.partition_fields
@@ -79,24 +112,80 @@ class HoodieReader(DataSourceReader):
         preds = [p for p in self.partition_predicates if p.attribute[0] in fields]
         if not preds or not fields or timestamp_keygen:
             return None
-        hive = snap.table.hive_style
+        hive, url_encode = snap.table.hive_style, snap.table.url_encode
 
         def keep(partition_path: str) -> bool:
-            values = parse_partition_path(partition_path, fields, hive)
+            values = parse_partition_path(partition_path, fields, hive, url_encode)
             return all(_holds(p, values.get(p.attribute[0])) for p in preds)
 
         return keep
 
     def read(self, partition: InputPartition):
         if partition is None or not getattr(partition, "value", None):
-            return  # an empty table: Spark still runs one read task, with no partition
-        snap_schema = getattr(self, "_schema", None)
-        if snap_schema is None:
-            snap_schema = Snapshot.open(self.path, self.as_of, self.read_optimized).schema
-        from hoodie_sink.table.storage import Storage
+            return  # Spark still runs one read task when there is no partition
+        slot, n, plan, planned = partition.value
+        schema = getattr(self, "_schema", None)
+        if schema is None:
+            schema = self._open().schema
+        storage = Storage(self.config.path)
+        for rel in self._slot_files(storage, slot, n, plan, planned):
+            yield from read_base_file(storage, rel, schema, self.columns).to_batches()
 
-        table = read_base_file(Storage(self.path), partition.value, snap_schema, self.columns)
-        yield from table.to_batches()
+    def _slot_files(self, storage: Storage, slot: int, n: int, plan, planned: tuple[str, ...]) -> tuple:
+        """The base files slot `slot` of `n` reads: those of the snapshot pinned for this query."""
+        cutoff = query_started_ms()
+        if cutoff is None:
+            # No query identity to pin on: read the planned snapshot, if it is still the latest.
+            timeline = load_timeline(storage)
+            snap = self._open(timeline)
+            if (snap.instant, snap.completed_writes) != plan[:2]:
+                raise HoodieTableError(
+                    f"The Hudi table at {self.config.path} changed since this read was planned (instant "
+                    f"{plan[0]}, now {snap.instant}), and Spark did not say which query this task belongs "
+                    "to, so the new snapshot cannot be pinned. Help: load the table again "
+                    "(spark.read.format('hoodie').load(path)) or re-create the temporary view."
+                )
+            return planned
+        snap = self._open(pinned_timeline(storage, cutoff))
+        # A query created after the plan reuses it (Spark 4.3): its pushed filters may be another
+        # query's, so it prunes nothing.
+        prune = cutoff <= plan[2] or not (self.predicates or self.partition_predicates)
+        if prune and (snap.instant, snap.completed_writes) == plan[:2]:
+            return planned  # the planned snapshot and filters: the planned files
+        files = _replanned(self, snap, prune)
+        return tuple(files[slot::n])
+
+
+_REPLANNED: dict = {}  # per Python worker: tasks of one query share one listing
+
+
+def _replanned(reader: HoodieReader, snap: Snapshot, prune: bool) -> list[str]:
+    filters = (repr(reader.partition_predicates), repr(reader.predicates)) if prune else ()
+    key = (reader.config, snap.instant, snap.completed_writes, filters)
+    if key not in _REPLANNED:
+        if len(_REPLANNED) > 16:
+            _REPLANNED.clear()
+        files = reader._files(snap) if prune else sorted(snap.base_files())
+        _REPLANNED[key] = [bf.path for bf in files]
+    return _REPLANNED[key]
+
+
+def query_started_ms() -> int | None:
+    """When the Spark query this task belongs to was created (epoch ms), the same in all of its
+    tasks, or None outside a Spark SQL query.  Spark 4 gives every query execution a UUIDv7 id
+    (`spark.sql.execution.query.id`, a local property shipped with each task); a UUIDv7 starts
+    with its creation time in milliseconds."""
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    raw = tc.getLocalProperty("spark.sql.execution.query.id") if tc is not None else None
+    if not raw:
+        return None
+    try:
+        qid = uuid.UUID(raw)
+    except ValueError:
+        return None
+    return qid.int >> 80 if qid.version == 7 else None
 
 
 class HoodiePushdownReader(HoodieReader):

@@ -12,7 +12,15 @@ from hoodie_sink.datasource.reader import HoodiePushdownReader, HoodieReader
 from hoodie_sink.datasource.spark_schema import arrow_to_spark
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.reader import Snapshot
+
+
+STREAMING_READ_UNSUPPORTED = (
+    "Streaming reads from a Hudi table (spark.readStream.format('hoodie')) are not supported yet by "
+    "hoodie_sink. Help: read the table in batch with spark.read.format('hoodie').load(path); "
+    "streaming writes (df.writeStream.format('hoodie')) are supported."
+)
 
 
 class HoodieDataSource(DataSource):
@@ -20,26 +28,14 @@ class HoodieDataSource(DataSource):
     def name(cls) -> str:
         return "hoodie"
 
-    def _path(self) -> str:
-        path = self.options.get("path")
-        if not path:
-            raise HoodieConfigError(
-                "No table path: use .load('/path/to/table') or .option('path', ...). Help: for SQL, "
-                "CREATE TEMPORARY VIEW v USING hoodie OPTIONS (path '/path/to/table')."
-            )
-        return path
-
-    def _as_of(self) -> str | None:
-        for key in ("as.of.instant", "hoodie.datasource.read.as.of.instant"):
-            if self.options.get(key):
-                return str(self.options[key]).replace("-", "").replace(":", "").replace(" ", "")
-        return None
-
-    def _read_optimized(self) -> bool:
-        return str(self.options.get("hoodie.datasource.query.type", "snapshot")).lower() == "read_optimized"
+    def _read_config(self) -> ReadConfig:
+        """The read options, parsed once per call site (schema() and reader() may run in
+        different Python workers, so nothing is kept between them)."""
+        return ReadConfig.from_options(self.options)
 
     def schema(self) -> StructType:
-        return arrow_to_spark(Snapshot.open(self._path(), self._as_of(), self._read_optimized()).schema)
+        cfg = self._read_config()
+        return arrow_to_spark(Snapshot.open(cfg.path, cfg.as_of_instant, cfg.read_optimized).schema)
 
     def reader(self, schema: StructType):
         columns = [f.name for f in schema.fields]
@@ -49,7 +45,13 @@ class HoodieDataSource(DataSource):
         # pruning reader is handed out there alone; elsewhere the plain reader reads all files.
         caller = sys._getframe(1).f_globals.get("__name__", "")
         cls = HoodiePushdownReader if caller.endswith("data_source_pushdown_filters") else HoodieReader
-        return cls(self._path(), self._as_of(), columns, self._read_optimized())
+        return cls(self._read_config(), columns)
+
+    def streamReader(self, schema: StructType):
+        raise HoodieConfigError(STREAMING_READ_UNSUPPORTED)
+
+    def simpleStreamReader(self, schema: StructType):
+        raise HoodieConfigError(STREAMING_READ_UNSUPPORTED)
 
     def writer(self, schema: StructType, overwrite: bool) -> HoodieBatchWriter:
         return HoodieBatchWriter(self.options, schema, overwrite)

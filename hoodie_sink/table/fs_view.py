@@ -13,7 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hoodie_sink.errors import HoodieTableError
-from hoodie_sink.table.file_group import BASE_FILE_EXT, BaseFile, FileGroup, FileSlice, LogFile
+from hoodie_sink.table.file_group import (
+    BASE_FILE_EXT,
+    PARTITION_METAFILE,
+    BaseFile,
+    FileGroup,
+    FileSlice,
+    LogFile,
+)
 from hoodie_sink.table.metadata import CommitMetadata
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import REPLACE_COMMIT
@@ -28,28 +35,47 @@ class Listing:
 
 
 def list_table_files(storage: Storage, partitions: list[str] | None = None) -> Listing:
-    """List data files below the base path (or only in `partitions`), skipping `.hoodie`."""
+    """List data files below the base path (or only in `partitions`), skipping `.hoodie`.
+
+    Which folders are partitions follows Hudi (FSUtils.getAllPartitionPaths), not folder-name
+    rules: a folder holding `.hoodie_partition_metadata` is a partition whatever its name, e.g.
+    `__HIVE_DEFAULT_PARTITION__`, where every key generator writes null and empty partition
+    values.  Only folders with a hidden (`.`) segment, or a `_` segment (Spark's `_temporary`,
+    ...) and no partition metadata, are skipped.
+    """
     out = Listing()
     roots = partitions if partitions is not None else [""]
+    files: list[str] = []
     for root in roots:
-        for rel in storage.walk_files(root) if root else _walk_data(storage):
-            part, name = posixpath.split(rel)
-            if name.endswith(BASE_FILE_EXT) and not name.startswith("."):
-                bf = BaseFile.parse(part, name, _size(storage, rel))
-                if bf is None:
-                    raise HoodieTableError(
-                        f"Unexpected parquet file {storage.full(rel)} in the Hudi table: its name is not "
-                        "<fileId>_<writeToken>_<instant>.parquet, which breaks every Hudi reader. "
-                        "Help: move it out of the table directory."
-                    )
-                out.base_files.append(bf)
+        files.extend(storage.walk_files(root) if root else _walk_data(storage))
+    marked = {posixpath.dirname(f) for f in files if posixpath.basename(f).startswith(PARTITION_METAFILE)}
+    for rel in files:
+        part, name = posixpath.split(rel)
+        if not _is_partition(part, marked):
+            continue
+        if name.endswith(BASE_FILE_EXT) and not name.startswith("."):
+            bf = BaseFile.parse(part, name, _size(storage, rel))
+            if bf is None:
+                raise HoodieTableError(
+                    f"Unexpected parquet file {storage.full(rel)} in the Hudi table: its name is not "
+                    "<fileId>_<writeToken>_<instant>.parquet, which breaks every Hudi reader. "
+                    "Help: move it out of the table directory."
+                )
+            out.base_files.append(bf)
+            out.partitions.add(part)
+        elif ".log." in name and name.startswith("."):
+            lf = LogFile.parse(part, name, _size(storage, rel))
+            if lf is not None:
+                out.log_files.append(lf)
                 out.partitions.add(part)
-            elif ".log." in name and name.startswith("."):
-                lf = LogFile.parse(part, name, _size(storage, rel))
-                if lf is not None:
-                    out.log_files.append(lf)
-                    out.partitions.add(part)
     return out
+
+
+def _is_partition(part: str, marked: set[str]) -> bool:
+    if part in marked:
+        return True
+    segments = part.split("/") if part else []
+    return not any(seg.startswith((".", "_")) for seg in segments)
 
 
 def _walk_data(storage: Storage):
@@ -59,7 +85,7 @@ def _walk_data(storage: Storage):
             continue
         if info.is_file:
             yield name
-        elif not name.startswith((".", "_")) or name.startswith("_hoodie"):
+        else:
             yield from storage.walk_files(name)
 
 

@@ -5,6 +5,11 @@ the file was written are null-filled, narrower types widened), as hudi-rs does.
 
 With `filters`, base files are first pruned by their Parquet column statistics
 (`hoodie_sink.table.data_skipping`), then the rows of the remaining files are filtered exactly.
+
+A snapshot can be pinned to a completion cutoff (`load_timeline(completed_by_ms=...)`): only the
+instants whose completed file existed by then count as completed.  Readers that resolve the
+snapshot in several processes (the Spark tasks of one query) derive the same instant from the
+same cutoff, whatever commits land while they run.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import functools
 import json
 import logging
 import operator
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.read_config import parse_as_of_instant
 from hoodie_sink.table.data_skipping import Predicate, as_predicates, prune
 from hoodie_sink.table.file_group import BaseFile
 from hoodie_sink.table.fs_view import FileSystemView
@@ -30,7 +37,8 @@ from hoodie_sink.table.hoodie_table import latest_schema
 from hoodie_sink.table.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.schema import META_COLUMNS, avro_to_arrow
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.timeline.timeline import Timeline
+from hoodie_sink.table.timeline.instant import WRITE_ACTIONS, Instant
+from hoodie_sink.table.timeline.timeline import META_DIR, Timeline
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +52,12 @@ class Snapshot:
     instant: str | None
 
     @staticmethod
-    def open(path: str, as_of: str | None = None, read_optimized: bool = False) -> Snapshot:
+    def open(
+        path: str, as_of: str | None = None, read_optimized: bool = False, timeline: Timeline | None = None
+    ) -> Snapshot:
+        """The latest snapshot of `timeline` (default: the table's timeline now), or the one
+        `as_of` names (any format `as.of.instant` accepts; instants <= it are visible)."""
+        as_of = parse_as_of_instant(as_of) if as_of else None
         storage = Storage(path)
         table = read_table_config(storage)
         if table.table_type == MERGE_ON_READ and not read_optimized:
@@ -53,7 +66,11 @@ class Snapshot:
                 "Help: read it with hudi-rs, or set option hoodie.datasource.query.type=read_optimized "
                 "(base files only)."
             )
-        timeline = Timeline.load(storage)
+        timeline = timeline if timeline is not None else Timeline.load(storage)
+        if as_of:
+            # Time travel: the timeline as it was at `as_of` (a replacecommit or schema change
+            # after it must not count, and neither must a commit still pending then).
+            timeline = Timeline(tuple(i for i in timeline.instants if i.timestamp <= as_of))
         avro = latest_schema(storage, timeline, table)
         if avro:
             data = avro_to_arrow(json.loads(avro))
@@ -73,6 +90,53 @@ class Snapshot:
 
     def read_file(self, bf: BaseFile, columns: list[str] | None = None) -> pa.Table:
         return read_base_file(self.storage, bf.path, self.schema, columns)
+
+    @property
+    def completed_writes(self) -> tuple[str, ...]:
+        """The completed write instants this snapshot stands on: two snapshots with the same
+        ones (and the same query instant) see the same files."""
+        return tuple(sorted(self.timeline.completed_times()))
+
+
+# A commit is visible to every reader once its completed file exists.  A reader pinned to a
+# cutoff C counts a commit whose completed file was written by C; if a commit is in flight while
+# a task lists the timeline within this margin of C, the task waits for the margin to pass, so
+# that a commit completing around C (the storage's and the driver's clocks may differ by a little)
+# is seen, or not, by all the tasks of the query alike.
+COMPLETION_CLOCK_MARGIN_MS = 1000
+
+
+def load_timeline(storage: Storage, completed_by_ms: int | None = None) -> Timeline:
+    """The timeline, as of a completion cutoff: a completed file written after `completed_by_ms`
+    (epoch ms, by its modification time) is left out, so its instant reads as still pending."""
+    if completed_by_ms is None:
+        return Timeline.load(storage)
+    found = []
+    for info in storage.list_dir(META_DIR):
+        inst = Instant.parse(info.base_name)
+        if inst is None:
+            continue
+        if inst.is_completed and info.mtime_ns is not None and info.mtime_ns // 1_000_000 > completed_by_ms:
+            continue
+        found.append(inst)
+    return Timeline(tuple(sorted(found)))
+
+
+def pinned_timeline(
+    storage: Storage,
+    completed_by_ms: int,
+    margin_ms: int = COMPLETION_CLOCK_MARGIN_MS,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Timeline:
+    """`load_timeline(storage, completed_by_ms)`, the same in every process that calls it with the
+    same cutoff: waits until `margin_ms` after the cutoff first if a write is in flight."""
+    timeline = load_timeline(storage, completed_by_ms)
+    wait_s = (completed_by_ms + margin_ms) / 1000 - clock()
+    if wait_s > 0 and timeline.pending(WRITE_ACTIONS):
+        sleep(wait_s)
+        timeline = load_timeline(storage, completed_by_ms)
+    return timeline
 
 
 def read_base_file(storage: Storage, rel_path: str, schema: pa.Schema, columns: list[str] | None = None) -> pa.Table:

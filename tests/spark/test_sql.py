@@ -32,3 +32,24 @@ def test_insert_into_a_catalog_table_points_to_the_view_form(spark, tmp_path):
         spark.sql("INSERT INTO hoodie_catalog_t SELECT id FROM range(3)")
     assert not (tmp_path / "c" / ".hoodie").exists()
     spark.sql("DROP TABLE IF EXISTS hoodie_catalog_t")
+
+
+def test_select_from_a_view_sees_every_insert_into_it(spark, tmp_path):
+    """Spark 4.3 plans a view's read once and reuses it for every later query; each query must
+    still read the latest completed instant (pinned by the query's creation time)."""
+    path = tmp_path / "t"
+    spark.sql(
+        f"""CREATE OR REPLACE TEMPORARY VIEW fresh_v (id BIGINT, city STRING)
+            USING hoodie OPTIONS (path '{path}', primaryKey 'id',
+            'hoodie.datasource.write.partitionpath.field' 'city')"""
+    )
+    spark.sql("INSERT INTO fresh_v SELECT id, IF(id % 2 = 0, 'sf', 'la') FROM range(4)")
+    assert spark.sql("SELECT count(*) AS n FROM fresh_v").first().n == 4  # plans the view's read
+    spark.sql("INSERT INTO fresh_v SELECT id, 'ny' FROM range(4, 10)")  # a new partition, new files
+    assert spark.sql("SELECT count(*) AS n FROM fresh_v").first().n == 10
+    assert spark.sql("SELECT count(*) AS n FROM fresh_v WHERE city = 'ny'").first().n == 6
+    # the filtered query's plan (pruned to 'ny') is reused by the next unfiltered one: not its filters
+    assert spark.sql("SELECT count(*) AS n FROM fresh_v").first().n == 10
+    spark.sql("INSERT OVERWRITE fresh_v SELECT id, 'sf' FROM range(2)")
+    assert sorted(r.id for r in spark.sql("SELECT id FROM fresh_v").collect()) == [0, 1]
+    assert_table_matches(path, [{"id": i, "city": "sf"} for i in range(2)])

@@ -1,0 +1,160 @@
+"""Read options -> one frozen ReadConfig, parsed once at the boundary (as WriteConfig is for writes).
+
+Apache Hudi's read option names (DataSourceReadOptions).  Spark lowercases option keys, so keys
+match case-insensitively.  What a read cannot honour is refused with an error naming the option,
+never answered with a snapshot in disguise:
+
+* `hoodie.datasource.query.type`: `snapshot` (default) and `read_optimized`; `incremental` (and
+  its `cdc` format) is not supported yet, nor are the options only incremental queries use.
+* `as.of.instant` (Hudi's key for time travel): the formats Hudi's `formatQueryInstant` accepts.
+* an unknown `hoodie.*` key is an error with a suggestion.  Write options are accepted and
+  ignored (users reuse one options dict for `df.write` and `spark.read`, and a SQL view's
+  OPTIONS serve both), as are Hudi's read-tuning options that change no answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hoodie_sink.config import IGNORED_PREFIXES, OPTIONS
+from hoodie_sink.errors import HoodieConfigError
+
+QUERY_TYPE = "hoodie.datasource.query.type"
+AS_OF_INSTANT = "as.of.instant"
+INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
+EXTRACT_PARTITION_VALUES = "hoodie.datasource.read.extract.partition.values.from.path"
+
+QUERY_TYPES = ("snapshot", "read_optimized")
+NOT_YET_QUERY_TYPES = ("incremental", "cdc")
+
+# Options of incremental / CDC queries: refused with the query type (not supported yet).
+_INCREMENTAL_ONLY = (
+    "hoodie.datasource.read.begin.instanttime", "hoodie.datasource.read.end.instanttime",
+    "hoodie.datasource.read.incr.", "hoodie.datasource.read.schema.use.end.instanttime",
+    "hoodie.datasource.read.streaming.", "hoodie.datasource.streaming.",
+)  # fmt: skip
+# Hudi read options that only tune how Hudi's JVM reader finds files; the answer is the same.
+_READ_TUNING = (
+    "hoodie.enable.data.skipping", "hoodie.file.index.", "hoodie.datasource.read.file.index.",
+    "hoodie.datasource.merge.type", "hoodie.datasource.read.use.new.parquet.file.format",
+    "hoodie.datasource.read.paths", "hoodie.datasource.read.fast.bootstrap.", "hoodie.schema.on.read.enable",
+)  # fmt: skip
+_KNOWN_READ_KEYS = (QUERY_TYPE, AS_OF_INSTANT, INCREMENTAL_FORMAT, EXTRACT_PARTITION_VALUES)
+_WRITE_KEYS = {k.lower() for o in OPTIONS for k in (o.key, *o.aliases)}
+
+AS_OF_FORMATS = (
+    "'yyyyMMddHHmmssSSS', 'yyyyMMddHHmmss', 'yyyy-MM-dd HH:mm:ss.SSS', 'yyyy-MM-dd HH:mm:ss', 'yyyy-MM-dd'"
+)
+
+
+@dataclass(frozen=True)
+class ReadConfig:
+    """Everything one read needs, parsed and checked once.  Plain fields: it pickles."""
+
+    path: str
+    query_type: str = "snapshot"
+    as_of_instant: str | None = None  # an instant time (14 or 17 digits), compared as Hudi does
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def read_optimized(self) -> bool:
+        return self.query_type == "read_optimized"
+
+    @staticmethod
+    def from_options(options: Mapping[str, str], path: str | None = None) -> ReadConfig:
+        raw = {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
+        ignored = []
+        for key, value in raw.items():
+            if key in _KNOWN_READ_KEYS or not key.startswith("hoodie."):
+                continue
+            if key.startswith(_INCREMENTAL_ONLY):
+                raise HoodieConfigError(
+                    f"Option '{key}' belongs to incremental queries, which hoodie_sink does not support "
+                    f"yet. Help: remove it; supported query types ({QUERY_TYPE}): {', '.join(QUERY_TYPES)}."
+                )
+            if key in _WRITE_KEYS or key.startswith(IGNORED_PREFIXES) or key.startswith(_READ_TUNING):
+                ignored.append(key)
+                continue
+            known = [*_KNOWN_READ_KEYS, *_WRITE_KEYS]
+            near = [AS_OF_INSTANT] if key.endswith(AS_OF_INSTANT) else []  # Hudi's key has no prefix
+            near = near or difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+            hint = f" Did you mean '{near[0]}'?" if near else ""
+            raise HoodieConfigError(
+                f"Unknown read option '{key}'.{hint} Help: read options are {QUERY_TYPE} "
+                f"({', '.join(QUERY_TYPES)}) and {AS_OF_INSTANT}; see README.md."
+            )
+        target = path or raw.get("path")
+        if not target:
+            raise HoodieConfigError(
+                "No table path: use .load('/path/to/table') or .option('path', ...). Help: for SQL, "
+                "CREATE TEMPORARY VIEW v USING hoodie OPTIONS (path '/path/to/table')."
+            )
+        if raw.get(EXTRACT_PARTITION_VALUES, "false").strip().lower() not in ("false", ""):
+            raise HoodieConfigError(
+                f"Option '{EXTRACT_PARTITION_VALUES}'=true is not supported: partition columns are read "
+                "from the data files. Help: remove the option."
+            )
+        return ReadConfig(
+            path=target,
+            query_type=_query_type(raw),
+            as_of_instant=parse_as_of_instant(raw[AS_OF_INSTANT]) if raw.get(AS_OF_INSTANT) else None,
+            ignored=tuple(sorted(ignored)),
+        )
+
+
+def _query_type(raw: Mapping[str, str]) -> str:
+    value = raw.get(QUERY_TYPE, "snapshot").strip().lower() or "snapshot"
+    fmt = raw.get(INCREMENTAL_FORMAT, "").strip().lower()
+    if value in NOT_YET_QUERY_TYPES or fmt == "cdc":
+        shown = "incremental (cdc)" if fmt == "cdc" else value
+        raise HoodieConfigError(
+            f"Option '{QUERY_TYPE}'='{shown}': {shown} queries are not supported yet. "
+            f"Help: supported query types: {', '.join(QUERY_TYPES)}."
+        )
+    if value not in QUERY_TYPES:
+        raise HoodieConfigError(
+            f"Option '{QUERY_TYPE}' got '{raw.get(QUERY_TYPE)}'; accepted values: {', '.join(QUERY_TYPES)}."
+        )
+    if fmt not in ("", "latest_state"):
+        raise HoodieConfigError(
+            f"Option '{INCREMENTAL_FORMAT}' got '{fmt}'; it applies to incremental queries only."
+        )
+    return value
+
+
+_DIGITS = re.compile(r"\d{14}(\d{3})?")
+
+
+def parse_as_of_instant(value: str) -> str:
+    """The instant time `as.of.instant` names, as Hudi's HoodieSqlCommonUtils.formatQueryInstant
+    computes it; files at instants <= it are visible (string comparison, as Hudi's timeline does):
+
+    * `yyyyMMddHHmmssSSS`, `yyyyMMddHHmmss`: kept as given (validated), so 14 digits compare as
+      the start of that second: instants within it are later (Hudi does the same);
+    * `yyyy-MM-dd HH:mm:ss.SSS` -> `yyyyMMddHHmmssSSS`;
+    * `yyyy-MM-dd HH:mm:ss` -> that second's last millisecond, `...999` (Hudi's DEFAULT_MILLIS_EXT);
+    * `yyyy-MM-dd` -> that day at 00:00:00.000.
+    Anything else is an error naming the option and the formats (no silent "latest").
+    """
+    s = str(value).strip()
+    try:
+        if _DIGITS.fullmatch(s):
+            dt.datetime.strptime(s[:14], "%Y%m%d%H%M%S")  # validates month, day, hour, ...
+            return s
+        if len(s) == 23:
+            moment = dt.datetime.strptime(s, "%Y-%m-%d %H:%M:%S.%f")
+            return moment.strftime("%Y%m%d%H%M%S") + s[20:23]
+        if len(s) == 19:
+            return dt.datetime.strptime(s, "%Y-%m-%d %H:%M:%S").strftime("%Y%m%d%H%M%S") + "999"
+        if len(s) == 10:
+            return dt.datetime.strptime(s, "%Y-%m-%d").strftime("%Y%m%d") + "000000000"
+    except ValueError:
+        pass
+    raise HoodieConfigError(
+        f"Option '{AS_OF_INSTANT}'='{value}' is not an instant time. Help: use one of the formats "
+        f"{AS_OF_FORMATS} (as Apache Hudi's time travel does)."
+    )

@@ -1,0 +1,79 @@
+"""ReadConfig: read options parsed once; as.of.instant formats as Apache Hudi parses them."""
+
+from __future__ import annotations
+
+import pytest
+
+from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.read_config import ReadConfig, parse_as_of_instant
+
+
+@pytest.mark.parametrize(
+    ("value", "instant"),
+    [
+        ("20261123181825862", "20261123181825862"),
+        ("20261123181825", "20261123181825"),  # kept: compares as the start of that second (Hudi)
+        ("2026-11-23 18:18:25.862", "20261123181825862"),
+        ("2026-11-23 18:18:25", "20261123181825999"),  # Hudi's DEFAULT_MILLIS_EXT
+        ("2026-11-23", "20261123000000000"),
+    ],
+)
+def test_as_of_instant_formats(value, instant):
+    assert parse_as_of_instant(value) == instant
+    assert ReadConfig.from_options({"path": "/t", "as.of.instant": value}).as_of_instant == instant
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["yesterday", "2026-11-23T18:18:25", "20261323181825", "2026-02-30", "2026112318", "2026-11-23 18:18"],
+)
+def test_as_of_instant_that_is_no_instant_is_an_error(value):
+    with pytest.raises(HoodieConfigError, match=r"as\.of\.instant.*yyyyMMddHHmmssSSS.*yyyy-MM-dd'"):
+        ReadConfig.from_options({"path": "/t", "as.of.instant": value})
+
+
+def test_query_types():
+    assert ReadConfig.from_options({"path": "/t"}).query_type == "snapshot"
+    cfg = ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "READ_OPTIMIZED"})
+    assert cfg.read_optimized
+    for value in ("incremental", "cdc"):
+        with pytest.raises(HoodieConfigError, match=f"query.type.*{value}.*not supported yet"):
+            ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": value})
+    with pytest.raises(HoodieConfigError, match="not supported yet"):
+        ReadConfig.from_options(
+            {"path": "/t", "hoodie.datasource.query.type": "incremental",
+             "hoodie.datasource.query.incremental.format": "cdc"}
+        )  # fmt: skip
+    with pytest.raises(HoodieConfigError, match="accepted values: snapshot, read_optimized"):
+        ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "snapshoot"})
+    with pytest.raises(HoodieConfigError, match="begin.instanttime.*incremental queries"):
+        ReadConfig.from_options({"path": "/t", "hoodie.datasource.read.begin.instanttime": "0"})
+
+
+def test_unknown_hoodie_read_option_is_an_error_with_a_suggestion():
+    with pytest.raises(HoodieConfigError, match="Unknown read option 'hoodie.datasource.query.typ'.*Did you"):
+        ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.typ": "snapshot"})
+    with pytest.raises(HoodieConfigError, match="'hoodie.datasource.read.as.of.instant'. Did you mean 'as.of.instant'"):
+        ReadConfig.from_options({"path": "/t", "hoodie.datasource.read.as.of.instant": "2026-11-23"})
+
+
+def test_write_options_and_read_tuning_options_are_accepted_on_a_read():
+    """One options dict is often reused for df.write and spark.read (and a SQL view's OPTIONS serve both)."""
+    cfg = ReadConfig.from_options(
+        {
+            "path": "/t",
+            "hoodie.table.name": "trips",
+            "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.operation": "upsert",
+            "hoodie.upsert.shuffle.parallelism": "4",
+            "hoodie.metadata.enable": "true",
+            "hoodie.enable.data.skipping": "true",
+            "primarykey": "id",
+        }
+    )
+    assert cfg.query_type == "snapshot" and "hoodie.table.name" in cfg.ignored
+
+
+def test_no_path_is_an_error():
+    with pytest.raises(HoodieConfigError, match="No table path"):
+        ReadConfig.from_options({})

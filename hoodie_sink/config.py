@@ -218,7 +218,6 @@ TUNING_OPTIONS = (
     # what Java does when archiving fails: we never archive (see hoodie.archive.* below)
     "hoodie.fail.on.timeline.archiving",
 )  # fmt: skip
-IGNORED_PREFIXES = TUNING_OPTIONS  # the former name
 
 # Hudi options that change what is written or read, accepted only with the value(s) that
 # describe what hoodie_sink does anyway (key -> (accepted values, what hoodie_sink does)).
@@ -303,6 +302,19 @@ def _check_hudi_option(key: str, value: str) -> bool:
         if key.startswith(prefix):
             raise HoodieConfigError(f"Option '{key}'='{value}' is not supported: {why}.")
     return False
+
+def is_write_option(key: str) -> bool:
+    """Whether `key` (lowercased) is a write option we know, accepted or refused on a write.  Reads
+    ignore them all: users reuse one options dict (or a SQL view's OPTIONS) for writes and reads,
+    and none of these changes what a snapshot read returns."""
+    return (
+        key in _BY_KEY
+        or key in _FIXED_VALUES
+        or key.startswith(TUNING_OPTIONS)
+        or key.startswith(tuple(p for p, _ in _REFUSED_PREFIXES))
+        or key.startswith(tuple(p for p, _ in _SWITCHED_SECTIONS))
+    )
+
 
 # Non-hoodie keys Spark or users pass that we ignore silently.
 _PASSTHROUGH = ("path", "checkpointlocation", "queryname", "__path")

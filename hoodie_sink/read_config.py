@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hoodie_sink.config import IGNORED_PREFIXES, OPTIONS
+from hoodie_sink.config import OPTIONS, is_write_option
 from hoodie_sink.errors import HoodieConfigError
 
 QUERY_TYPE = "hoodie.datasource.query.type"
@@ -76,7 +76,7 @@ class ReadConfig:
                     f"Option '{key}' belongs to incremental queries, which hoodie_sink does not support "
                     f"yet. Help: remove it; supported query types ({QUERY_TYPE}): {', '.join(QUERY_TYPES)}."
                 )
-            if key in _WRITE_KEYS or key.startswith(IGNORED_PREFIXES) or key.startswith(_READ_TUNING):
+            if is_write_option(key) or key.startswith(_READ_TUNING):
                 ignored.append(key)
                 continue
             known = [*_KNOWN_READ_KEYS, *_WRITE_KEYS]

@@ -67,6 +67,8 @@ def test_write_options_and_read_tuning_options_are_accepted_on_a_read():
             "hoodie.datasource.write.operation": "upsert",
             "hoodie.upsert.shuffle.parallelism": "4",
             "hoodie.metadata.enable": "true",
+            "hoodie.clean.automatic": "true",  # refused on a write (not built), harmless on a read
+            "hoodie.write.lock.provider": "x",
             "hoodie.enable.data.skipping": "true",
             "primarykey": "id",
         }

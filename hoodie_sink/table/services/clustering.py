@@ -48,10 +48,17 @@ from hoodie_sink.table.services.clustering_plan import (
     plan_groups,
     to_avro_plan,
 )
-from hoodie_sink.table.services.heartbeat import HEARTBEAT_DIR, Heartbeat, heartbeat_path, is_alive, last_beat
+from hoodie_sink.table.services.heartbeat import (
+    HEARTBEAT_DIR,
+    Heartbeat,
+    beat_is_alive,
+    heartbeat_path,
+    is_alive,
+    last_beat,
+)
 from hoodie_sink.table.services.rollback import delete_files, files_of_instant
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
+from hoodie_sink.table.timeline.instant import COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.writers.base_file import (
     BaseFileWriter,
@@ -111,6 +118,8 @@ def rollback_failed_clustering(storage: Storage, instant: Instant, cfg: WriteCon
     if not force and is_alive(storage, instant.timestamp, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
         return False
     store = TimelineStore(storage)
+    if storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, COMPLETED))):
+        return True  # completed after the caller's look at the timeline: nothing to undo, ever
     if not storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT))):
         return True  # only planned: nothing to undo
     deleted = delete_files(storage, files_of_instant(storage, instant.timestamp))
@@ -267,8 +276,20 @@ class ClusteringResult:
     seconds: float
 
 
-def execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunner | None = None) -> ClusteringResult:
-    """Run a scheduled clustering to completion (or leave it to be rolled back on failure)."""
+def execute(
+    storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunner | None = None, takeover: bool = False
+) -> ClusteringResult:
+    """Run a scheduled clustering to completion (or leave it to be rolled back on failure).
+
+    The heartbeat runs from the first step: a runner that loads the plan (or, `takeover`, rolls a
+    dead run back to its plan) before it beats would look dead to other runners for that long."""
+    with Heartbeat(storage, instant, cfg.heartbeat_interval_ms / 1000):
+        if takeover:
+            rollback_failed_clustering(storage, Instant(instant, REPLACE_COMMIT, REQUESTED), cfg, force=True)
+        return _execute(storage, cfg, instant, runner)
+
+
+def _execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunner | None) -> ClusteringResult:
     started = time.monotonic()
     store = TimelineStore(storage)
     timeline = Timeline.load(storage)
@@ -296,37 +317,36 @@ def execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunne
         layout=params.get("hoodie.layout.optimize.strategy", cfg.layout_strategy),
         preserve_metadata=preserve,
     )  # fmt: skip
-    with Heartbeat(storage, instant, cfg.heartbeat_interval_ms / 1000):
-        inflight = Instant(instant, REPLACE_COMMIT, INFLIGHT)
-        if not storage.exists(store.path(inflight)):
-            store.transition_to_inflight(requested, b"")
-        per_group = (runner or local_runner(cfg.merge_threads))(job, groups)
-        stats = [s for group_stats in per_group for s in group_stats]
-        reported = {s.path for s in stats}
-        orphans = [p for p, _ in list_marked_files(storage, instant) if p not in reported]
-        delete_files(storage, orphans)  # files of failed task attempts
-        replaced: dict[str, list[str]] = {}
-        for g in groups:
-            for s in g.slices:
-                replaced.setdefault(s.partition_path, []).append(s.file_id)
-        # Complete only what is still ours: a writer that (wrongly) took this run for dead has
-        # deleted the inflight file and our files, and replacing the old file groups with
-        # missing files would lose their rows.
-        missing = [s.path for s in stats if not storage.exists(s.path)]
-        if not storage.exists(store.path(inflight)) or missing:
-            raise HoodieCommitError(
-                f"Clustering {instant} on {storage.base_uri} was rolled back while it ran (inflight file "
-                f"gone or {len(missing)} of its files missing); nothing was committed. Help: raise "
-                "hoodie.client.heartbeat.interval_in_ms if the runner cannot beat in time."
-            )
-        md = CommitMetadata(
-            operation_type=CLUSTER,
-            write_stats=stats,
-            extra_metadata={SCHEMA_KEY: avro},
-            partition_to_replace_file_ids={p: sorted(ids) for p, ids in replaced.items()},
+    inflight = Instant(instant, REPLACE_COMMIT, INFLIGHT)
+    if not storage.exists(store.path(inflight)):
+        store.transition_to_inflight(requested, b"")
+    per_group = (runner or local_runner(cfg.merge_threads))(job, groups)
+    stats = [s for group_stats in per_group for s in group_stats]
+    reported = {s.path for s in stats}
+    orphans = [p for p, _ in list_marked_files(storage, instant) if p not in reported]
+    delete_files(storage, orphans)  # files of failed task attempts
+    replaced: dict[str, list[str]] = {}
+    for g in groups:
+        for s in g.slices:
+            replaced.setdefault(s.partition_path, []).append(s.file_id)
+    # Complete only what is still ours: a writer that (wrongly) took this run for dead has
+    # deleted the inflight file and our files, and replacing the old file groups with
+    # missing files would lose their rows.
+    missing = [s.path for s in stats if not storage.exists(s.path)]
+    if not storage.exists(store.path(inflight)) or missing:
+        raise HoodieCommitError(
+            f"Clustering {instant} on {storage.base_uri} was rolled back while it ran (inflight file "
+            f"gone or {len(missing)} of its files missing); nothing was committed. Help: raise "
+            "hoodie.client.heartbeat.interval_in_ms if the runner cannot beat in time."
         )
-        store.complete(inflight, md.to_bytes())
-        delete_markers(storage, instant)
+    md = CommitMetadata(
+        operation_type=CLUSTER,
+        write_stats=stats,
+        extra_metadata={SCHEMA_KEY: avro},
+        partition_to_replace_file_ids={p: sorted(ids) for p, ids in replaced.items()},
+    )
+    store.complete(inflight, md.to_bytes())
+    delete_markers(storage, instant)
     result = ClusteringResult(
         instant=instant,
         groups=len(groups),
@@ -345,20 +365,20 @@ def run(path: str, options: dict[str, str] | WriteConfig, runner: GroupRunner | 
     cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
     storage = Storage(path)
     timeline = Timeline.load(storage)
-    instant = None
     for ts in sorted(pending_clusterings(storage, timeline)):
-        if is_alive(storage, ts, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
+        beat = last_beat(storage, ts)
+        if beat_is_alive(beat, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
             continue  # its runner is at work
         # Take the dead run over: one claim per dead heartbeat, so two runners never both resume it.
-        beat = last_beat(storage, ts)
         if not storage.create_if_absent(f"{heartbeat_path(ts)}.takeover-{beat!r}"):
             continue
+        # Its runner may have completed it between our timeline load and the heartbeat check (a
+        # runner removes its heartbeat after the completed file is in place): look again.
+        if ts not in pending_clusterings(storage, Timeline.load(storage)):
+            continue
         Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat()  # writers: hands off
-        rollback_failed_clustering(storage, Instant(ts, REPLACE_COMMIT, REQUESTED), cfg, force=True)
-        instant = ts
-        break
-    if instant is None:
-        instant = schedule(storage, cfg)
+        return execute(storage, cfg, ts, runner, takeover=True)
+    instant = schedule(storage, cfg)
     if instant is None:
         return None
     return execute(storage, cfg, instant, runner)

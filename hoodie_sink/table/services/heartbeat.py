@@ -39,7 +39,13 @@ def last_beat(storage: Storage, instant: str) -> float | None:
 
 
 def is_alive(storage: Storage, instant: str, interval_s: float, misses: int, now: float | None = None) -> bool:
-    beat = last_beat(storage, instant)
+    return beat_is_alive(last_beat(storage, instant), interval_s, misses, now)
+
+
+def beat_is_alive(beat: float | None, interval_s: float, misses: int, now: float | None = None) -> bool:
+    """Whether a runner whose last beat is `beat` may still be at work.  A caller that decides on
+    the beat and then claims it (a takeover) must read it once and pass it here, or a beat landing
+    between two reads would be claimed as dead."""
     if beat is None or math.isnan(beat):  # absent or unreadable
         return False
     return (now if now is not None else time.time()) - beat <= interval_s * (misses + 1)

@@ -8,10 +8,11 @@ commit point: its file is published atomically and is the last thing a write doe
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from functools import cached_property
 
-from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import (
     COMPLETED,
@@ -23,6 +24,7 @@ from hoodie_sink.table.timeline.instant import (
 )
 
 META_DIR = ".hoodie"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,27 @@ class TimelineStore:
         return inst
 
     def complete(self, inflight: Instant, content: bytes) -> Instant:
-        """The commit point: publish the completed file atomically."""
+        """The commit point: publish the completed file atomically.
+
+        A publish that raises may still have landed (a rename or PUT that succeeded but whose
+        answer was lost), so the outcome is read back: the exact content is there -> it landed,
+        return normally; certainly absent -> the error propagates (nothing landed: safe to abort);
+        cannot tell -> HoodieCommitStateUnknown, on which nobody may delete the write's files."""
         done = inflight.with_state(COMPLETED)
-        self.storage.write_atomic(self.path(done), content)
+        path = self.path(done)
+        try:
+            self.storage.write_atomic(path, content)
+        except Exception as error:
+            try:
+                found = self.storage.read_bytes(path)
+            except FileNotFoundError:
+                raise error from None
+            except Exception as check_error:
+                raise _state_unknown(self.storage, done, error, check_error) from error
+            if found != content:
+                raise _state_unknown(self.storage, done, error, "its content differs from the commit's") from error
+            log.warning("hoodie: publishing %s raised (%s) but the completed file is in place: committed",
+                        self.storage.full(path), error)  # fmt: skip
         return done
 
     def delete_pending(self, ts: str, action: str) -> None:
@@ -132,3 +152,12 @@ class TimelineStore:
                 f"Corrupt timeline file {self.storage.full(self.path(instant))}: {e}. "
                 "Help: the table's latest commit cannot be parsed; restore it from a backup."
             ) from e
+
+
+def _state_unknown(storage: Storage, done: Instant, error: Exception, check) -> HoodieCommitStateUnknown:
+    return HoodieCommitStateUnknown(
+        f"Commit {done.timestamp} on {storage.base_uri} may or may not have landed: publishing "
+        f"{storage.full(f'{META_DIR}/{done.file_name}')} failed ({error}) and checking it failed too ({check}). "
+        "Its files are kept. Help: do not retry blindly; read the table's timeline once the storage "
+        "answers: if the completed file is there, the write is done; otherwise the next write rolls it back."
+    )

@@ -9,6 +9,7 @@ knows the patch was active in a worker and not only in the driver.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -136,6 +137,10 @@ def test_commit_that_raised_after_landing_is_kept_by_batch_and_stream_writers(tm
     assert all(h[0] != driver_pid for h in hits)  # injected in Spark's Python workers
     # batch: both commits stand with all their files (the unknown one was not aborted)
     assert_table_matches(bpath, [{"id": i, "v": float(i)} for i in range(30)])
+    # item 12: the batch writer's commits record their report
+    reports = [json.loads(json.loads(f.read_text())["extraMetadata"]["hoodie.sink.write.report"])
+               for f in sorted((bpath / ".hoodie").glob("*.commit"))]  # fmt: skip
+    assert [r["rowsIn"] for r in reports] == [20, 10] and all(r["durationMs"] > 0 for r in reports)
     # stream: the batch whose outcome was unknown had landed; its replay was skipped, no duplicate
     assert_table_matches(spath, model_of(batches))
     assert len(commits(spath)) == 3

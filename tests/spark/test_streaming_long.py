@@ -44,7 +44,7 @@ def run_rate_stream(spark, path, ckpt, batches: int) -> float:
 
 
 @pytest.mark.parametrize(
-    "batches", [pytest.param(150, marks=pytest.mark.slow), pytest.param(1000, marks=pytest.mark.soak)]
+    "batches", [pytest.param(100, marks=pytest.mark.slow), pytest.param(1000, marks=pytest.mark.soak)]
 )
 def test_streaming_upsert_runs_its_micro_batches_and_equals_the_model(spark, tmp_path, batches):
     path = tmp_path / "t"

@@ -1,11 +1,12 @@
 """Issue 8 item 11 through Spark: the two tasks of a micro-batch are forced into the race that
 killed long streaming queries, and still write one instant.
 
-Each task of the `hoodie_racy` source (the hoodie source whose tasks look for the batch's write
-context slowly) waits a second after finding no context, so the task that loses the lock finds
-none, waits, and asks for the lock again only after the winner has published the context and
-released the lock.  Each task attempt records the instant it wrote (or its error) next to the
-table, so the test sees a second instant or a killed attempt even when a task retry hides it.
+The `hoodie_racy` source is the hoodie source with its tasks' context look-up synchronised
+(through files next to the table): both tasks find no write context; task 0 then takes the lock,
+begins the instant, publishes the context and releases the lock; only then does task 1, which
+found nothing, ask for the lock.  Each task attempt records the instant it wrote (or its error)
+next to the table, so the test sees a second instant or a killed attempt even when a task
+retry hides it.
 """
 
 from __future__ import annotations
@@ -24,20 +25,34 @@ from tests.spark.test_streaming_long import ROWS_PER_BATCH
 from tests.support.tables import assert_table_matches
 
 
-class SlowLookupStreamWriter(HoodieStreamWriter):
+class RacingStreamWriter(HoodieStreamWriter):
     def write(self, iterator):
-        real = streaming.load_context
+        tc = TaskContext.get()
+        batch, part = tc.getLocalProperty("streaming.sql.batchId"), tc.partitionId()
+        base = Path(self.cfg.path).parent
+        real, looked = streaming.load_context, []
 
-        def slow_load(storage, ref):
+        def racing_load(storage, ref):
             ctx = real(storage, ref)
-            if ctx is None:
-                time.sleep(1.0)  # the other task begins and publishes meanwhile
+            if ctx is None and not looked:
+                looked.append(True)
+                sync = base / "sync" / batch
+                sync.mkdir(parents=True, exist_ok=True)
+                (sync / f"looked-{part}").touch()
+                deadline = time.monotonic() + 10
+                if part == 0:  # task 0 goes on once task 1 has looked too (and found nothing)
+                    while not (sync / "looked-1").exists() and time.monotonic() < deadline:
+                        time.sleep(0.02)
+                else:  # task 1 asks for the lock only once task 0 has published and released it
+                    while time.monotonic() < deadline and not (
+                        storage.exists(ref.ctx_path) and not storage.exists(ref.lock_path)
+                    ):
+                        time.sleep(0.02)
             return ctx
 
-        batch = TaskContext.get().getLocalProperty("streaming.sql.batchId")
-        record = Path(self.cfg.path).parent / "attempts" / f"{os.getpid()}-{uuid.uuid4().hex}"
+        record = base / "attempts" / f"{os.getpid()}-{uuid.uuid4().hex}"
         record.parent.mkdir(exist_ok=True)
-        streaming.load_context = slow_load
+        streaming.load_context = racing_load
         try:
             msg = super().write(iterator)
             record.write_text(f"{batch} ok {msg.result.instant if msg.result else '-'}")
@@ -55,7 +70,7 @@ class RacyHoodie(HoodieDataSource):
         return "hoodie_racy"
 
     def streamWriter(self, schema, overwrite):
-        return SlowLookupStreamWriter(self.options, schema, overwrite)
+        return RacingStreamWriter(self.options, schema, overwrite)
 
 
 def test_tasks_racing_to_begin_a_micro_batch_write_one_instant(spark, tmp_path):

@@ -5,7 +5,8 @@ batch id: only the tasks (local property) and the commit hook (argument) know it
 instant of a micro-batch is begun lazily by the first task that has rows, once per (batch,
 query run): it takes a lock file, re-checks that no context exists yet and the checkpoint, runs
 the coordinator's `begin` (which also rolls back whatever a crashed run left, once its heartbeat
-has expired) and publishes the write context; the other tasks of the batch load it.  A batch with no rows begins nothing and commits nothing.
+has expired) and publishes the write context; the other tasks of the batch load it.  A batch
+with no rows begins nothing and commits nothing.
 
 The checkpoint is Hudi's `_hudi_streaming_sink_checkpoint` in the commit's extraMetadata: a JSON
 map identifier -> batch id, written atomically with the data it describes.  A replayed batch

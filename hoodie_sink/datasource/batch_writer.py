@@ -18,6 +18,7 @@ from pyspark.sql.types import StructType
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.messages import HoodieCommitMessage, results_of
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
+from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table import commit, write_path
 from hoodie_sink.table.write_task import TaskIdentity
 
@@ -42,9 +43,12 @@ class HoodieBatchWriter(DataSourceArrowWriter):
     def commit(self, messages) -> None:
         try:
             write_path.complete(self.ctx, results_of(messages))
+        except HoodieCommitStateUnknown:
+            raise  # maybe landed: keep every file (Spark's abort below finds the commit or fails to look)
         except BaseException:
             commit.abort(self.ctx)
             raise
 
     def abort(self, messages) -> None:
+        # Spark also calls this after a failed commit; commit.abort deletes nothing if it landed.
         commit.abort(self.ctx)

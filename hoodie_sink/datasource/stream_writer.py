@@ -94,18 +94,14 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
             commit.abort(ctx)  # a replay raced a commit: drop the duplicate
             return
         test_pause("before-commit")
-        started = time.monotonic()
-        md = write_path.complete(
-            ctx, [m.result for m in written], streaming.checkpoint_metadata(storage, self.identifier, batchId)
-        )
-        streaming.forget_batch(storage, ref)
-        t = md.totals()
-        log.warning(
-            "hoodie: batch %d -> %s %s: %d rows in, %d inserted, %d updated, %d deleted, %d files, %.1f MB, "
-            "commit %.2fs",
-            batchId, ctx.action, ctx.instant, sum(m.rows for m in written), t["numInserts"], t["numUpdateWrites"],
-            t["numDeletes"], t["numFiles"], t["totalWriteBytes"] / 1e6, time.monotonic() - started,
+        # raises HoodieCommitStateUnknown if the commit may have landed: Spark then calls abort,
+        # which deletes nothing once the completed file exists, and a restart replays this batch,
+        # which is skipped if its checkpoint is committed
+        write_path.complete(
+            ctx, [m.result for m in written], streaming.checkpoint_metadata(storage, self.identifier, batchId),
+            label=f"micro-batch {batchId} of {self.identifier}",
         )  # fmt: skip
+        streaming.forget_batch(storage, ref)
         test_pause("after-commit")
 
     def abort(self, messages, batchId: int) -> None:

@@ -1,7 +1,8 @@
 """The engine's own Python API: write Arrow data into a Hudi table without Spark.
 
 The same coordinator and task code that the Spark adapter drives, run in one process: begin
-an instant, write every batch as one task, complete (or abort on any error).
+an instant, write every batch as one task, complete (or abort on any error but one that leaves
+the commit's outcome unknown).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Mapping
 import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table import commit, write_path
 from hoodie_sink.table.metadata import CommitMetadata
 from hoodie_sink.table.write_task import TaskIdentity
@@ -41,6 +42,8 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
     try:
         result = write_path.write_task(ctx, TaskIdentity(only_task=True), batches)
         return write_path.complete(ctx, [result])
+    except HoodieCommitStateUnknown:
+        raise  # the commit may have landed: its files must stay (the next writer's rollback decides)
     except BaseException:
         commit.abort(ctx, settle_seconds=0)  # one process: no straggling tasks
         raise

@@ -21,6 +21,7 @@ import pyarrow as pa
 from hoodie_sink.config import KEYED_OPERATIONS, WriteConfig
 from hoodie_sink.errors import (
     HoodieCommitError,
+    HoodieCommitStateUnknown,
     HoodieConfigError,
     HoodieInjectedFailure,
     HoodieKeyError,
@@ -54,10 +55,12 @@ from hoodie_sink.table.schema import (
     with_missing_as_nulls,
 )
 from hoodie_sink.table.services.clustering import file_groups_under_clustering
+from hoodie_sink.table.services.heartbeat import Heartbeat, stop_heartbeat
 from hoodie_sink.table.services.rollback import delete_files, rollback_failed_writes
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import (
     COMMIT,
+    COMPLETED,
     DELTA_COMMIT,
     INFLIGHT,
     REPLACE_COMMIT,
@@ -164,12 +167,15 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
     else:
         # Inserts into a merge-on-read table are new base files, published as a deltacommit.
         action = DELTA_COMMIT if table.table_type == MERGE_ON_READ else COMMIT
-    instant = timeline.new_instant_time()
     store = TimelineStore(storage)
     op_type = OPERATION_TYPES[cfg.operation]
-    requested = store.create_requested(
-        instant, action, encode_requested_replace(op_type) if action == REPLACE_COMMIT else b""
+    # The first beat comes before the instant appears: a concurrent writer's rollback must never
+    # see this instant pending without a live heartbeat (it would take it for a crashed write).
+    requested = store.create_requested_at_new_time(
+        timeline.last_instant_time(), action, encode_requested_replace(op_type) if action == REPLACE_COMMIT else b"",
+        before=lambda ts: Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat(),
     )
+    instant = requested.timestamp
     store.transition_to_inflight(requested, inflight_workload_json(op_type))
     base_files: tuple[BaseFile, ...] = ()
     clustering: tuple = ()
@@ -299,9 +305,12 @@ def complete(ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str
     inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
     try:
         TimelineStore(storage).complete(inflight, md.to_bytes())
+    except HoodieCommitStateUnknown:
+        raise  # maybe landed: the caller must not abort
     except Exception as e:
         raise HoodieCommitError(f"Could not publish commit {ctx.instant} on {storage.base_uri}: {e}") from e
     delete_markers(storage, ctx.instant)
+    stop_heartbeat(storage, ctx.instant)
     log.info("hoodie: committed %s %s on %s: %s", ctx.action, ctx.instant, ctx.config.path, md.totals())
     return md
 
@@ -359,9 +368,16 @@ def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: floa
     first tells them to stop (InstantGuard); files keep appearing for a moment, so the marker
     listing is swept until it has been quiet for `settle_seconds`.  The requested file goes
     last: while it exists, any straggler's file stays invisible to readers.
+
+    A write whose completed file exists has landed, whatever error its commit raised: abort
+    then deletes nothing (if even that cannot be checked, the storage error propagates and
+    nothing is deleted either; the next writer's rollback decides once the storage answers).
     """
     storage = ctx.storage
     store = TimelineStore(storage)
+    if storage.exists(store.path(Instant(ctx.instant, ctx.action, COMPLETED))):
+        log.warning("hoodie: not aborting %s %s on %s: its commit landed", ctx.action, ctx.instant, ctx.config.path)
+        return
     storage.delete(store.path(Instant(ctx.instant, ctx.action, INFLIGHT)))
     deleted: set[str] = set()
     quiet_since = time.monotonic()
@@ -378,6 +394,7 @@ def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: floa
         time.sleep(0.2)
     delete_markers(storage, ctx.instant)
     store.delete_pending(ctx.instant, ctx.action)
+    stop_heartbeat(storage, ctx.instant)
     if ctx.created_table and not Timeline.load(storage).instants:
         leftovers = [
             p for p in storage.walk_files("")

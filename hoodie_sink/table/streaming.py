@@ -3,9 +3,10 @@
 Spark builds a stream writer twice per micro-batch, in two processes, and tells neither the
 batch id: only the tasks (local property) and the commit hook (argument) know it.  So the
 instant of a micro-batch is begun lazily by the first task that has rows, once per (batch,
-query run): it takes a lock file, re-checks the checkpoint, runs the coordinator's `begin`
-(which also rolls back whatever a crashed run left) and publishes the write context; the
-other tasks of the batch load it.  A batch with no rows begins nothing and commits nothing.
+query run): it takes a lock file, re-checks that no context exists yet and the checkpoint, runs
+the coordinator's `begin` (which also rolls back whatever a crashed run left, once its heartbeat
+has expired) and publishes the write context; the other tasks of the batch load it.  A batch
+with no rows begins nothing and commits nothing.
 
 The checkpoint is Hudi's `_hudi_streaming_sink_checkpoint` in the commit's extraMetadata: a JSON
 map identifier -> batch id, written atomically with the data it describes.  A replayed batch
@@ -97,7 +98,13 @@ def load_context(storage: Storage, ref: BatchRef) -> WriteContext | None:
 
 
 def begin_batch(cfg: WriteConfig, schema: pa.Schema, ref: BatchRef, overwrite: bool = False) -> WriteContext | None:
-    """The batch's write context, begun by whichever task comes first.  None: already committed."""
+    """The batch's write context, begun by whichever task comes first.  None: already committed.
+
+    Double-checked: a task that found no context may win the lock just after the first task
+    published the context and released the lock; it must find that context, not begin a second
+    instant (whose `begin` would roll back the first one while its tasks write).  The context is
+    published create-if-absent, so even two begins (a lock stolen from a slow task) agree on one
+    instant: the loser aborts its own."""
     storage = Storage(cfg.path)
     deadline = time.monotonic() + LOCK_TIMEOUT_S
     while True:
@@ -106,11 +113,16 @@ def begin_batch(cfg: WriteConfig, schema: pa.Schema, ref: BatchRef, overwrite: b
             return ctx
         if storage.create_if_absent(ref.lock_path, str(time.time()).encode()):
             try:
+                ctx = load_context(storage, ref)
+                if ctx is not None:
+                    return ctx
                 if is_committed(storage, ref.identifier, ref.batch_id):
                     return None
                 ctx = commit.begin(cfg, schema, overwrite=overwrite)
-                storage.write_atomic(ref.ctx_path, pickle.dumps(ctx))
-                return ctx
+                if storage.create_if_absent(ref.ctx_path, pickle.dumps(ctx)):
+                    return ctx
+                commit.abort(ctx, settle_seconds=0)  # nothing written under it yet
+                continue
             finally:
                 storage.delete(ref.lock_path)
         _steal_stale_lock(storage, ref.lock_path)

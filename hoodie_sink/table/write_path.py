@@ -1,8 +1,16 @@
-"""Which task writer and which commit steps an operation uses (shared by Spark and the client)."""
+"""Which task writer and which commit steps an operation uses (shared by Spark and the client).
+
+Both ends keep the write's heartbeat (services/heartbeat.py) while they work: a task beats while
+it writes, the commit while it reconciles and publishes.  The commit reports what the write did
+in one place for every writer (engine API, Spark batch, each micro-batch): one INFO line on the
+driver side and `hoodie.sink.write.report` in the commit's extraMetadata.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Iterable
 
 import pyarrow as pa
@@ -13,23 +21,57 @@ from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.metadata import CommitMetadata
 from hoodie_sink.table.reconcile import reconcile
 from hoodie_sink.table.services import clustering
+from hoodie_sink.table.services.heartbeat import Heartbeat
 from hoodie_sink.table.upsert_task import UpsertTask
 from hoodie_sink.table.write_task import InsertTask, TaskIdentity, TaskResult
 
+log = logging.getLogger(__name__)
+
 # Operations that go through the bucket assigner (index, small files, claims).
 ASSIGNED_OPERATIONS = ("upsert", "delete", "insert")
+REPORT_KEY = "hoodie.sink.write.report"  # extraMetadata: what the commit's write stats do not say
+
+
+def _heartbeat(ctx: WriteContext) -> Heartbeat:
+    # owner=False: other tasks may still work on the instant; the commit or abort ends the heartbeat
+    return Heartbeat(ctx.storage, ctx.instant, ctx.config.heartbeat_interval_ms / 1000, owner=False)
 
 
 def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.RecordBatch]) -> TaskResult:
-    if ctx.config.operation in ASSIGNED_OPERATIONS:
-        return UpsertTask(ctx, task).write(batches)
-    if ctx.config.operation == "append":
-        return AppendTask(ctx, task).write(batches)
-    return InsertTask(ctx, task).write(batches)
+    with _heartbeat(ctx):
+        if ctx.config.operation in ASSIGNED_OPERATIONS:
+            return UpsertTask(ctx, task).write(batches)
+        if ctx.config.operation == "append":
+            return AppendTask(ctx, task).write(batches)
+        return InsertTask(ctx, task).write(batches)
 
 
-def complete(ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None = None) -> CommitMetadata:
-    """Reconcile what the tasks could not settle alone, then publish the commit."""
+def complete(
+    ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None = None, label: str = "write"
+) -> CommitMetadata:
+    """Reconcile what the tasks could not settle alone, publish the commit, report it.
+
+    `label` names the write in the report line (e.g. "micro-batch 7")."""
+    with _heartbeat(ctx):
+        metadata = _reconcile_and_commit(ctx, results, extra)
+    log.info("%s", write_report(label, ctx, metadata))
+    clustering.maybe_run_inline(ctx.config)
+    return metadata
+
+
+def write_report(label: str, ctx: WriteContext, md: CommitMetadata) -> str:
+    """The one-line account of a commit, the same for batch writes and micro-batches."""
+    t = md.totals()
+    report = json.loads(md.extra_metadata.get(REPORT_KEY, "{}"))
+    return (
+        f"hoodie: {label} -> {ctx.action} {ctx.instant} on {ctx.config.path}: {report.get('rowsIn', 0)} rows in, "
+        f"{t['numInserts']} inserted, {t['numUpdateWrites']} updated, {t['numDeletes']} deleted, "
+        f"{t['numFiles']} files, {t['totalWriteBytes'] / 1e6:.1f} MB, {time.time() - ctx.started_at:.2f}s"
+    )
+
+
+def _reconcile_and_commit(ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None) -> CommitMetadata:
+    extra = dict(extra or {})
     if ctx.config.operation in ASSIGNED_OPERATIONS:
         rec = reconcile(ctx, results)
         stats = rec.stats
@@ -39,9 +81,12 @@ def complete(ctx: WriteContext, results: list[TaskResult], extra: dict[str, str]
             "duplicateInsertsRemoved": rec.duplicate_inserts,
             "deletesOfMissingKeys": rec.missing_deletes,
         }
-        extra = {**(extra or {}), "hoodie.sink.write.stats": json.dumps(counts)}
+        extra["hoodie.sink.write.stats"] = json.dumps(counts)
     else:
         stats = [s for r in results for s in r.write_stats]
-    metadata = commit.complete(ctx, stats, extra)
-    clustering.maybe_run_inline(ctx.config)
-    return metadata
+    # rows the tasks received (inserted/updated/deleted/files/bytes are in the write stats) and
+    # the time from begin to the commit point
+    extra[REPORT_KEY] = json.dumps(
+        {"rowsIn": sum(r.num_records for r in results), "durationMs": int((time.time() - ctx.started_at) * 1000)}
+    )
+    return commit.complete(ctx, stats, extra)

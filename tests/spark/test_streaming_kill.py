@@ -32,6 +32,9 @@ df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hood
 q = (df.writeStream.format("hoodie").option("hoodie.datasource.write.recordkey.field", "id")
      .option("hoodie.datasource.write.partitionpath.field", "city")
      .option("hoodie.datasource.write.precombine.field", "ts")
+     # a crashed write is rolled back once its heartbeat has expired: 1 s x (2 misses + 1) here,
+     # well within the restart's JVM start
+     .option("hoodie.client.heartbeat.interval_in_ms", "1000")
      .option("checkpointLocation", ckpt).trigger(availableNow=True).start(path))
 q.awaitTermination()
 q.stop()

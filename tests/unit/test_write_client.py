@@ -6,6 +6,7 @@ import datetime as dt
 import decimal
 import json
 import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -210,13 +211,15 @@ def test_contradicting_table_settings_are_refused(tmp_path):
 def test_crashed_write_is_rolled_back_by_the_next_writer(tmp_path):
     path = tmp_path / "t"
     hoodie_sink.write(trips(20), str(path), OPTS)
-    # A writer that dies after writing files, before its commit.
-    cfg = WriteConfig.from_options(OPTS, path=str(path))
+    # A writer that dies after writing files, before its commit: its heartbeat stops.
+    beat = {"hoodie.client.heartbeat.interval_in_ms": "200", "hoodie.client.heartbeat.tolerable.misses": "0"}
+    cfg = WriteConfig.from_options({**OPTS, **beat}, path=str(path))
     ctx = commit.begin(cfg, trips(1).schema)
     InsertTask(ctx, TaskIdentity(0, 1, 7)).write(trips(30, start=100).to_batches())
     assert len(data_files(path)) > 3
     assert_table_matches(path, rows(trips(20)))  # pending files are invisible
-    hoodie_sink.write(trips(5, start=200), str(path), OPTS)
+    time.sleep(0.3)  # the heartbeat expires: the next writer rolls the instant back
+    hoodie_sink.write(trips(5, start=200), str(path), {**OPTS, **beat})
     assert not any(ctx.instant in p.name for p in data_files(path))
     assert not (path / ".hoodie" / f"{ctx.instant}.commit.requested").exists()
     assert_table_matches(path, rows(trips(20)) + rows(trips(5, start=200)))

@@ -183,19 +183,11 @@ def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
         return None
     plan = to_avro_plan(groups, cfg, storage.base_uri)
     content = encode_requested_replace(CLUSTER, plan)
-    store = TimelineStore(storage)
-    for _ in range(20):  # another process may take the same millisecond
-        instant = Timeline.load(storage).new_instant_time()
-        # Beat before the plan appears: a runner looking for dead plans must not take this one.
-        Heartbeat(storage, instant, cfg.heartbeat_interval_ms / 1000).beat()
-        try:
-            store.create_requested(instant, REPLACE_COMMIT, content)
-            break
-        except HoodieTableError:
-            storage.delete(heartbeat_path(instant))
-            time.sleep(0.01)
-    else:
-        raise HoodieTableError(f"Could not schedule a clustering on {storage.base_uri}: no free instant time")
+    # Beat before the plan appears: a runner looking for dead plans must not take this one.
+    instant = TimelineStore(storage).create_requested_at_new_time(
+        Timeline.load(storage).last_instant_time(), REPLACE_COMMIT, content,
+        before=lambda ts: Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat(),
+    ).timestamp
     log.info("hoodie: scheduled clustering %s: %d groups, %d files", instant, len(groups),
              sum(len(g.slices) for g in groups))  # fmt: skip
     return instant

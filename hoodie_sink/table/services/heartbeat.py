@@ -1,11 +1,17 @@
-"""Heartbeats of long-running table services: `.hoodie/.heartbeat/<instant>` (Hudi's layout).
+"""Heartbeats of running instants: `.hoodie/.heartbeat/<instant>` (Hudi's layout).
 
-A clustering runs for minutes next to a writer that, at every write, rolls back what a failed
-writer left pending.  The heartbeat tells the two apart: the process running an instant
-rewrites the file every `interval` seconds with the current time; an instant whose heartbeat is
-older than `interval * (misses + 1)` (or absent) has lost its runner and may be rolled back.
-The time is read from the file's content, not its modification time, because object stores
-do not let a writer set that.
+A clustering or a data write runs for minutes next to other writers that, at every write, roll
+back what a failed writer left pending.  The heartbeat tells the two apart: whoever runs an
+instant rewrites the file every `interval` seconds with the current time; an instant whose
+heartbeat is older than `interval * (misses + 1)` (or absent) has lost its runner and may be
+rolled back.  The time is read from the file's content, not its modification time, because
+object stores do not let a writer set that (an empty file, as Apache Hudi writes, falls back
+to the modification time).
+
+A data write has no long-lived process of its own (Spark's driver-side Python workers come and
+go): its heartbeat is kept by whoever works on it at the moment -- `begin` beats first, every
+task beats while it writes (`owner=False`: a task leaves the file to the others), the commit
+beats while it publishes and removes the file when done; `abort` removes it too.
 """
 
 from __future__ import annotations
@@ -32,8 +38,15 @@ def last_beat(storage: Storage, instant: str) -> float | None:
         raw = storage.read_bytes(heartbeat_path(instant))
     except (FileNotFoundError, OSError):
         return None
+    text = raw.decode("ascii", "replace").strip()
+    if not text:  # Apache Hudi's heartbeat: an empty file whose modification time is the beat
+        try:
+            mtime = storage.fs.get_file_info(storage.full(heartbeat_path(instant))).mtime
+        except OSError:
+            return None
+        return mtime.timestamp() if mtime is not None else None
     try:
-        return float(raw.decode("ascii").strip() or "nan")
+        return float(text)
     except ValueError:
         return None
 
@@ -52,12 +65,16 @@ def beat_is_alive(beat: float | None, interval_s: float, misses: int, now: float
 
 
 class Heartbeat:
-    """Beats for one instant from a daemon thread while the `with` block runs."""
+    """Beats for one instant from a daemon thread while the `with` block runs.
 
-    def __init__(self, storage: Storage, instant: str, interval_s: float):
+    `owner=False`: a helper (a task of a data write) that beats while it works but leaves the
+    file in place at the end, for the other tasks and the commit."""
+
+    def __init__(self, storage: Storage, instant: str, interval_s: float, owner: bool = True):
         self.storage = storage
         self.instant = instant
         self.interval_s = max(0.05, interval_s)
+        self.owner = owner
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -81,7 +98,14 @@ class Heartbeat:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if not self.owner:
+            return
         self.storage.delete(heartbeat_path(self.instant))
         for name in self.storage.list_names(HEARTBEAT_DIR):  # takeover claims of this instant
             if name.startswith(f"{self.instant}.takeover-"):
                 self.storage.delete(f"{HEARTBEAT_DIR}/{name}")
+
+
+def stop_heartbeat(storage: Storage, instant: str) -> None:
+    """The instant is over (completed or rolled back): nobody beats for it any more."""
+    storage.delete(heartbeat_path(instant))

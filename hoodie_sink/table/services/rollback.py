@@ -11,8 +11,9 @@ import posixpath
 
 from hoodie_sink.table.file_group import PARTITION_METAFILE, BaseFile, LogFile
 from hoodie_sink.table.markers import delete_markers, list_marked_files, marker_dir
+from hoodie_sink.table.services.heartbeat import HEARTBEAT_DIR, is_alive, stop_heartbeat
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.timeline.instant import WRITE_ACTIONS, Instant
+from hoodie_sink.table.timeline.instant import COMPLETED, WRITE_ACTIONS, Instant
 from hoodie_sink.table.timeline.timeline import Timeline, TimelineStore
 
 log = logging.getLogger(__name__)
@@ -60,11 +61,20 @@ def prune_empty_partitions(storage: Storage, partitions: set[str]) -> None:
 
 
 def rollback_instant(storage: Storage, instant: Instant) -> int:
-    """Undo one pending instant.  Idempotent: a rollback that crashes is simply redone."""
+    """Undo one pending instant.  Idempotent: a rollback that crashes is simply redone.
+
+    Never a completed one: its writer publishes the completed file and only then drops its
+    markers and heartbeat, so a caller that saw the instant pending and then its heartbeat gone
+    may be looking at a commit that has just landed (its files are then the table's data)."""
+    store = TimelineStore(storage)
+    if storage.exists(store.path(instant.with_state(COMPLETED))):
+        log.info("hoodie: %s %s completed meanwhile: nothing to roll back", instant.action, instant.timestamp)
+        return 0
     files = files_of_instant(storage, instant.timestamp)
     deleted = delete_files(storage, files)
     delete_markers(storage, instant.timestamp)
     TimelineStore(storage).delete_pending(instant.timestamp, instant.action)
+    stop_heartbeat(storage, instant.timestamp)
     log.info("hoodie: rolled back pending %s %s (%d files deleted)", instant.action, instant.timestamp, deleted)
     return deleted
 
@@ -72,21 +82,39 @@ def rollback_instant(storage: Storage, instant: Instant) -> int:
 def rollback_failed_writes(
     storage: Storage, timeline: Timeline, keep: set[str] | None = None, config=None
 ) -> list[Instant]:
-    """Roll back every pending write instant (a crashed or failed writer's) except `keep`.
+    """Roll back every pending write instant of a failed writer, except `keep`.
 
+    A pending instant whose heartbeat is alive may still have a writer (another query, or the
+    tasks of this very micro-batch): it is left alone, and rolled back by a later writer once
+    its heartbeat has expired (`hoodie.client.heartbeat.interval_in_ms` x (misses + 1)).
     A pending clustering is a table service, not a failed write: it is left alone while its
     heartbeat is alive, and otherwise rolled back to its plan (which the next run executes)."""
     from hoodie_sink.config import WriteConfig
     from hoodie_sink.table.services.clustering import is_clustering, rollback_failed_clustering
 
+    cfg = config if config is not None else WriteConfig(path=storage.base_uri)
+    interval_s, misses = cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses
     rolled = []
-    for inst in timeline.pending(WRITE_ACTIONS):
+    pending = timeline.pending(WRITE_ACTIONS)
+    for inst in pending:
         if keep and inst.timestamp in keep:
             continue
         if is_clustering(storage, inst):
-            cfg = config if config is not None else WriteConfig(path=storage.base_uri)
             rollback_failed_clustering(storage, inst, cfg)
+            continue
+        if is_alive(storage, inst.timestamp, interval_s, misses):
+            log.info("hoodie: leaving pending %s %s alone: its writer's heartbeat is alive", inst.action,
+                     inst.timestamp)  # fmt: skip
             continue
         rollback_instant(storage, inst)
         rolled.append(inst)
+    _drop_stale_heartbeats(storage, {i.timestamp for i in pending}, interval_s, misses)
     return rolled
+
+
+def _drop_stale_heartbeats(storage: Storage, pending: set[str], interval_s: float, misses: int) -> None:
+    """A task attempt that outlived its instant may beat once more after the commit or abort
+    removed the heartbeat: drop such expired heartbeats of instants that are no longer pending."""
+    for name in storage.list_names(HEARTBEAT_DIR):
+        if name.isdigit() and name not in pending and not is_alive(storage, name, interval_s, misses):
+            stop_heartbeat(storage, name)

@@ -8,10 +8,12 @@ commit point: its file is published atomically and is the last thing a write doe
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.timeline.instant import (
     COMPLETED,
@@ -23,6 +25,11 @@ from hoodie_sink.table.timeline.instant import (
 )
 
 META_DIR = ".hoodie"
+log = logging.getLogger(__name__)
+
+
+class InstantTimeTaken(HoodieTableError):
+    """Another writer started an instant at this time (any action): pick the next time."""
 
 
 @dataclass(frozen=True)
@@ -98,13 +105,41 @@ class TimelineStore:
         return f"{META_DIR}/{instant.file_name}"
 
     def create_requested(self, ts: str, action: str, content: bytes = b"") -> Instant:
+        """Start instant `ts`, unless another writer holds that time under any action.
+
+        Two writers of different actions (a write and a clustering) may pick the same
+        millisecond; their files would then share one instant time in their names, markers and
+        heartbeat, and undoing one would delete the other's files.  So after creating its file a
+        writer looks for another instant at that time, and gives way if it finds one (when both
+        look at once, both give way and retry: never both proceed)."""
         inst = Instant(ts, action, REQUESTED)
-        if not self.storage.create_if_absent(self.path(inst), content):
-            raise HoodieTableError(
-                f"Instant {ts} ({action}) already exists on the timeline of {self.storage.base_uri}: "
-                "another writer started the same instant. Help: retry the write."
-            )
+        mine = self.path(inst)
+        if not self.storage.create_if_absent(mine, content):
+            raise InstantTimeTaken(f"Instant {ts} ({action}) already exists on the timeline of {self.storage.base_uri}.")
+        prefix = f"{ts}."
+        if any(n.startswith(prefix) and n != inst.file_name for n in self.storage.list_names(META_DIR)):
+            self.storage.delete(mine)
+            raise InstantTimeTaken(f"Instant time {ts} is taken on the timeline of {self.storage.base_uri}.")
         return inst
+
+    def create_requested_at_new_time(
+        self, after: str | None, action: str, content: bytes = b"", before: Callable[[str], None] | None = None
+    ) -> Instant:
+        """Start an instant of `action` at a new time later than `after` (the latest instant the
+        caller saw); `before(ts)` runs first at each try (e.g. a heartbeat that must exist before
+        the instant appears)."""
+        ts = next_instant_time(after)
+        for _ in range(50):
+            if before is not None:
+                before(ts)
+            try:
+                return self.create_requested(ts, action, content)
+            except InstantTimeTaken:
+                ts = next_instant_time(ts)
+        raise HoodieTableError(
+            f"Could not start a {action} on {self.storage.base_uri}: 50 instant times in a row were taken "
+            "by other writers. Help: retry the write."
+        )
 
     def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
         inst = requested.with_state(INFLIGHT)
@@ -112,9 +147,27 @@ class TimelineStore:
         return inst
 
     def complete(self, inflight: Instant, content: bytes) -> Instant:
-        """The commit point: publish the completed file atomically."""
+        """The commit point: publish the completed file atomically.
+
+        A publish that raises may still have landed (a rename or PUT that succeeded but whose
+        answer was lost), so the outcome is read back: the exact content is there -> it landed,
+        return normally; certainly absent -> the error propagates (nothing landed: safe to abort);
+        cannot tell -> HoodieCommitStateUnknown, on which nobody may delete the write's files."""
         done = inflight.with_state(COMPLETED)
-        self.storage.write_atomic(self.path(done), content)
+        path = self.path(done)
+        try:
+            self.storage.write_atomic(path, content)
+        except Exception as error:
+            try:
+                found = self.storage.read_bytes(path)
+            except FileNotFoundError:
+                raise error from None
+            except Exception as check_error:
+                raise _state_unknown(self.storage, done, error, check_error) from error
+            if found != content:
+                raise _state_unknown(self.storage, done, error, "its content differs from the commit's") from error
+            log.warning("hoodie: publishing %s raised (%s) but the completed file is in place: committed",
+                        self.storage.full(path), error)  # fmt: skip
         return done
 
     def delete_pending(self, ts: str, action: str) -> None:
@@ -132,3 +185,12 @@ class TimelineStore:
                 f"Corrupt timeline file {self.storage.full(self.path(instant))}: {e}. "
                 "Help: the table's latest commit cannot be parsed; restore it from a backup."
             ) from e
+
+
+def _state_unknown(storage: Storage, done: Instant, error: Exception, check) -> HoodieCommitStateUnknown:
+    return HoodieCommitStateUnknown(
+        f"Commit {done.timestamp} on {storage.base_uri} may or may not have landed: publishing "
+        f"{storage.full(f'{META_DIR}/{done.file_name}')} failed ({error}) and checking it failed too ({check}). "
+        "Its files are kept. Help: do not retry blindly; read the table's timeline once the storage "
+        "answers: if the completed file is there, the write is done; otherwise the next write rolls it back."
+    )

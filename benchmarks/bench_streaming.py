@@ -29,8 +29,8 @@ Part 2, latency: per-batch durations from query.recentProgress (durationMs.trigg
 Both parts report both numbers for every query.  A warm-up query through every sink runs first
 (untimed): JVM JIT, Python worker start and imports.  Where a hoodie batch's time goes: the
 write stage of the batch (Spark's status store: the Python tasks, incl. the instant's begin in
-the first task), the sink's commit (its own log line "hoodie: batch N -> commit ... commit
-X.XXs", read from this process's stderr, where Spark forwards its Python workers' stderr) and
+the first task), the sink's commit (its own log line "hoodie: micro-batch N of ... -> commit ... (commit
+X.XXs)", read from this process's stderr, where Spark forwards its Python workers' stderr) and
 the rest (planning, offsets/commit log, starting the Python commit runner).
 
 After each hoodie query, hudi-rs reads the table back: rows, distinct keys and the sum of `ts`
@@ -90,8 +90,8 @@ HOODIE_BASE = {
     "hoodie.datasource.write.precombine.field": "ts",
 }
 COMMIT_LINE = re.compile(
-    r"hoodie: batch (\d+) -> (\w+) (\S+): (\d+) rows in, (\d+) inserted, (\d+) updated, (\d+) deleted, "
-    r"(\d+) files, ([\d.]+) MB, commit ([\d.]+)s"
+    r"hoodie: micro-batch (\d+) of \S+ -> (\w+) (\S+) on \S+: (\d+) rows in, (\d+) inserted, (\d+) updated, "
+    r"(\d+) deleted, (\d+) files, ([\d.]+) MB, [\d.]+s \(commit ([\d.]+)s\)"
 )
 
 
@@ -271,7 +271,7 @@ class CommitLog:
 
 class StderrTee:
     """Routes fd 2 through a pipe: everything is still echoed to the real stderr, and the sink's
-    "hoodie: batch N -> ..." lines (logged by the Python commit process, whose stderr Spark
+    "hoodie: micro-batch N of ... -> ..." lines (logged by the Python commit process, whose stderr Spark
     forwards to the JVM's, which is ours) are parsed and filed under the running query.  Set up
     before the JVM starts, so the JVM inherits the pipe."""
 

@@ -17,6 +17,7 @@ from pyspark.sql.types import StructType
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.messages import HoodieCommitMessage, results_of
+from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table import commit, write_path
@@ -41,6 +42,7 @@ class HoodieBatchWriter(DataSourceArrowWriter):
         return HoodieCommitMessage(write_path.write_task(self.ctx, task_identity(), iterator))
 
     def commit(self, messages) -> None:
+        show_reports_on_stderr()
         try:
             write_path.complete(self.ctx, results_of(messages))
         except HoodieCommitStateUnknown:

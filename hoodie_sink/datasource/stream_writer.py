@@ -18,6 +18,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.batch_writer import task_identity
+from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.table import commit, streaming, write_path
 from hoodie_sink.table.streaming import BatchRef
@@ -79,6 +80,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         return StreamCommitMessage(ref, result, rows=result.num_records)
 
     def commit(self, messages, batchId: int) -> None:
+        show_reports_on_stderr()
         msgs = [m for m in messages if isinstance(m, StreamCommitMessage)]
         written = [m for m in msgs if m.result is not None]
         if not written:

@@ -52,21 +52,24 @@ def complete(
     """Reconcile what the tasks could not settle alone, publish the commit, report it.
 
     `label` names the write in the report line (e.g. "micro-batch 7")."""
+    started = time.monotonic()
     with _heartbeat(ctx):
         metadata = _reconcile_and_commit(ctx, results, extra)
-    log.info("%s", write_report(label, ctx, metadata))
+    log.info("%s", write_report(label, ctx, metadata, time.monotonic() - started))
     clustering.maybe_run_inline(ctx.config)
     return metadata
 
 
-def write_report(label: str, ctx: WriteContext, md: CommitMetadata) -> str:
-    """The one-line account of a commit, the same for batch writes and micro-batches."""
+def write_report(label: str, ctx: WriteContext, md: CommitMetadata, commit_s: float) -> str:
+    """The one-line account of a commit, the same for batch writes and micro-batches: the whole
+    write's seconds (from begin) and those of its commit step (reconcile + publish)."""
     t = md.totals()
     report = json.loads(md.extra_metadata.get(REPORT_KEY, "{}"))
     return (
         f"hoodie: {label} -> {ctx.action} {ctx.instant} on {ctx.config.path}: {report.get('rowsIn', 0)} rows in, "
         f"{t['numInserts']} inserted, {t['numUpdateWrites']} updated, {t['numDeletes']} deleted, "
-        f"{t['numFiles']} files, {t['totalWriteBytes'] / 1e6:.1f} MB, {time.time() - ctx.started_at:.2f}s"
+        f"{t['numFiles']} files, {t['totalWriteBytes'] / 1e6:.1f} MB, {time.time() - ctx.started_at:.2f}s "
+        f"(commit {commit_s:.2f}s)"
     )
 
 

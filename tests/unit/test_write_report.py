@@ -32,7 +32,7 @@ def test_upsert_logs_one_report_line_and_records_it_in_the_commit(tmp_path, capl
     msg = lines[0].getMessage()
     commit = hudi_rs_timeline(path).get_completed_commits()[-1]
     pattern = (rf"hoodie: write -> commit {commit.timestamp} on .*: 6 rows in, 2 inserted, 3 updated, 1 deleted, "
-               r"\d+ files, \d+\.\d MB, \d+\.\d\ds")  # fmt: skip
+               r"\d+ files, \d+\.\d MB, \d+\.\d\ds \(commit \d+\.\d\ds\)")  # fmt: skip
     assert re.fullmatch(pattern, msg), msg
     meta = json.loads(hudi_rs_timeline(path).get_instant_metadata_in_json(commit))
     report = json.loads(meta["extraMetadata"][REPORT_KEY])

@@ -184,8 +184,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.copyonwrite.record.size.estimate", "record_size_estimate", _int),
     Option("hoodie.datasource.write.commitmeta.key.prefix", "commit_meta_prefix", _str),
     Option("hoodie.datasource.write.streaming.checkpoint.identifier", "checkpoint_identifier", _str),
-    Option("hoodie.sink.test.failure", "test_failure", _str,
-           doc="Test only: inject a failure, e.g. 'task:1' (partition 1, first attempt) or 'commit'."),
 )  # fmt: skip
 
 _BY_KEY: dict[str, Option] = {}
@@ -395,7 +393,6 @@ class WriteConfig:
     record_size_estimate: int = 1024
     commit_meta_prefix: str = "_"
     checkpoint_identifier: str | None = None
-    test_failure: str | None = None
     explicit: frozenset[str] = field(default_factory=frozenset)  # attrs the user set
     commit_extra: tuple[tuple[str, str], ...] = ()  # options copied into extraMetadata
     ignored: tuple[str, ...] = ()

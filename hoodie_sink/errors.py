@@ -41,7 +41,3 @@ class HoodieCommitStateUnknown(HoodieError):
 
     Never delete written files on this error: the next writer's rollback decides.
     """
-
-
-class HoodieInjectedFailure(HoodieError):
-    """Raised by the test-only failure-injection option; never in normal runs."""

@@ -9,8 +9,6 @@ the task messages and publishes it with the checkpoint, atomically.
 from __future__ import annotations
 
 import logging
-import os
-import time
 from dataclasses import dataclass, field
 
 from pyspark import TaskContext
@@ -25,7 +23,6 @@ from hoodie_sink.table.streaming import BatchRef
 from hoodie_sink.table.write_task import TaskResult
 
 log = logging.getLogger("hoodie_sink.stream")
-TEST_KILL_ENV = "HOODIE_SINK_TEST_KILL"  # test only: "<point>:<marker dir>", see tests/spark/test_streaming_kill.py
 
 
 @dataclass
@@ -35,18 +32,6 @@ class StreamCommitMessage(WriterCommitMessage):
     skipped: bool = False  # the batch was already committed: nothing written
     rows: int = 0
     extra: dict = field(default_factory=dict)
-
-
-def test_pause(point: str) -> None:
-    """Test-only crash point: announce it and wait to be killed.  One env lookup otherwise."""
-    spec = os.environ.get(TEST_KILL_ENV)
-    if not spec or not spec.startswith(point + ":"):
-        return
-    marker_dir = spec.split(":", 1)[1]
-    os.makedirs(marker_dir, exist_ok=True)
-    with open(os.path.join(marker_dir, point), "w") as f:
-        f.write(str(os.getpid()))
-    time.sleep(600)
 
 
 class HoodieStreamWriter(DataSourceStreamArrowWriter):
@@ -76,7 +61,6 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
             yield from iterator
 
         result = write_path.write_task(ctx, task_identity(), batches())
-        test_pause("during-write")
         return StreamCommitMessage(ref, result, rows=result.num_records)
 
     def commit(self, messages, batchId: int) -> None:
@@ -95,7 +79,6 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         if streaming.is_committed(storage, self.identifier, batchId):
             commit.abort(ctx)  # a replay raced a commit: drop the duplicate
             return
-        test_pause("before-commit")
         # raises HoodieCommitStateUnknown if the commit may have landed: Spark then calls abort,
         # which deletes nothing once the completed file exists, and a restart replays this batch,
         # which is skipped if its checkpoint is committed
@@ -104,7 +87,6 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
             label=f"micro-batch {batchId} of {self.identifier}",
         )  # fmt: skip
         streaming.forget_batch(storage, ref)
-        test_pause("after-commit")
 
     def abort(self, messages, batchId: int) -> None:
         storage = self.cfg_storage()

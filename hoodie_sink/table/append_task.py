@@ -29,7 +29,6 @@ from hoodie_sink.table.instant_guard import InstantGuard
 from hoodie_sink.table.write_task import (
     TaskIdentity,
     TaskResult,
-    check_test_failure,
     keygen_for,
     parquet_settings,
     select_data,
@@ -69,7 +68,6 @@ class AppendTask:
                 self._add(batch)
         for part in list(self._buckets):
             self._flush(part)
-        check_test_failure(self.ctx, self.task)
         pa.default_memory_pool().release_unused()
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
         return self.result

@@ -23,7 +23,6 @@ from hoodie_sink.errors import (
     HoodieCommitError,
     HoodieCommitStateUnknown,
     HoodieConfigError,
-    HoodieInjectedFailure,
     HoodieKeyError,
     HoodieSchemaError,
     HoodieTableError,
@@ -287,8 +286,6 @@ def complete(ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str
     if orphans:
         log.info("hoodie: deleting %d files of failed task attempts of %s", len(orphans), ctx.instant)
         delete_files(storage, orphans)
-    if ctx.config.test_failure == "commit":
-        raise HoodieInjectedFailure(f"test failure injected before completing {ctx.instant}")
 
     replaced = None
     if ctx.config.operation in REPLACE_OPERATIONS:

@@ -55,7 +55,6 @@ from hoodie_sink.table.schema import cast_to_storage
 from hoodie_sink.table.write_task import (
     TaskIdentity,
     TaskResult,
-    check_test_failure,
     keygen_for,
     parquet_settings,
 )
@@ -146,7 +145,6 @@ class UpsertTask:
                     self._tag_pending()
         self._tag_pending()
         self._flush_all()
-        check_test_failure(self.ctx, self.task)
         pa.default_memory_pool().release_unused()  # idle workers need not keep the peak
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
         return self.result

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieInjectedFailure, HoodieSchemaError
+from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.commit import WriteContext
 from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
 from hoodie_sink.table.instant_guard import InstantGuard
@@ -77,18 +77,6 @@ def parquet_settings_of(c: WriteConfig) -> ParquetSettings:
     )
 
 
-def check_test_failure(ctx: WriteContext, task: TaskIdentity) -> None:
-    """Test-only failure injection (option hoodie.sink.test.failure); a cheap check otherwise."""
-    spec = ctx.config.test_failure
-    if not spec:
-        return
-    kind, _, arg = spec.partition(":")
-    if kind == "task" and int(arg or 0) == task.partition_id and task.attempt_number == 0:
-        raise HoodieInjectedFailure(f"test failure injected in task {task.partition_id}, attempt 0")
-    if kind == "task-always" and int(arg or 0) == task.partition_id:
-        raise HoodieInjectedFailure(f"test failure injected in task {task.partition_id}, every attempt")
-
-
 class InsertTask:
     """Writes one task's share of an insert or bulk_insert into new file groups."""
 
@@ -118,7 +106,6 @@ class InsertTask:
             if self._buffered_bytes >= self.ctx.config.task_buffer_bytes:
                 self.flush()
         self.flush()
-        check_test_failure(self.ctx, self.task)
         pa.default_memory_pool().release_unused()  # idle workers need not keep the peak
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
         return self.result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
 import shutil
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from tests.support import faulty_source
 from tests.support.tables import (
     COW_FIXTURES,
     assert_table_matches,
@@ -112,9 +114,13 @@ def test_hudi_option_aliases_and_overwrite(spark, tmp_path):
 
 
 def test_task_retry_leaves_no_duplicates_or_orphans(spark, tmp_path):
-    path = tmp_path / "t"
+    path, log = tmp_path / "t", tmp_path / "faults"
     df = trips_df(spark, 3000, partitions=3)
-    df.write.format("hoodie").options(**OPTS).option("hoodie.sink.test.failure", "task:1").mode("append").save(str(path))
+    df.write.format(faulty_source.register(spark)).options(**OPTS).option("fault.task", "1").option(
+        "fault.log", str(log)
+    ).mode("append").save(str(path))
+    # task 1's first attempt wrote its files and failed, in a Python worker; its retry succeeded
+    assert [(pid != os.getpid(), part, attempt) for pid, part, attempt in faulty_source.injected_in(log)] == [(True, 1, 0)]
     assert_table_matches(path, expected(df))
     # every data file on storage is referenced by the commit
     import json
@@ -132,15 +138,16 @@ def test_failed_job_leaves_table_exactly_as_before(spark, tmp_path):
     df = trips_df(spark, 300)
     df.write.format("hoodie").options(**OPTS).mode("append").save(str(path))
     before = sorted(str(p) for p in path.rglob("*"))
+    faulty = faulty_source.register(spark)
     with pytest.raises(Exception, match="test failure injected"):
-        trips_df(spark, 300, start=5000).write.format("hoodie").options(**OPTS).option(
-            "hoodie.sink.test.failure", "task-always:1"
+        trips_df(spark, 300, start=5000).write.format(faulty).options(**OPTS).option(
+            "fault.task", "always:1"
         ).mode("append").save(str(path))
     assert sorted(str(p) for p in path.rglob("*")) == before
     assert_table_matches(path, expected(df))
     fresh = tmp_path / "fresh"
     with pytest.raises(Exception, match="test failure injected"):
-        df.write.format("hoodie").options(**OPTS).option("hoodie.sink.test.failure", "task-always:0").mode("append").save(str(fresh))
+        df.write.format(faulty).options(**OPTS).option("fault.task", "always:0").mode("append").save(str(fresh))
     assert not fresh.exists()
 
 

@@ -31,10 +31,13 @@ df = spark.range(0, 20000, 1, 4).withColumn("city", F.concat(F.lit("c"), (F.col(
 opts = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "city"}
 df.write.format("hoodie").options(**opts).option("hoodie.datasource.write.operation", "bulk_insert").mode("append").save(path)
 # a task failure on the cluster: retried on an executor, no duplicates
+from tests.support import faulty_source
 df2 = spark.range(20000, 30000, 1, 4).withColumn("city", F.lit("c9"))
-df2.write.format("hoodie").options(**opts).option("hoodie.sink.test.failure", "task:2").mode("append").save(path)
+df2.write.format(faulty_source.register(spark)).options(**opts).option("fault.task", "2") \
+    .option("fault.log", path + ".faults").mode("append").save(path)
 n = spark.read.format("hoodie").load(path).count()
 print("ROWS", n)
+print("FAULTS", [(part, attempt) for _, part, attempt in faulty_source.injected_in(path + ".faults")])
 spark.stop()
 """
 
@@ -90,6 +93,7 @@ def test_write_and_read_on_standalone_cluster(cluster, tmp_path):
                          text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr[-4000:]
     assert "ROWS 30000" in out.stdout
+    assert "FAULTS [(2, 0)]" in out.stdout  # task 2 failed once on an executor, and was retried
     expected = [{"id": i, "city": f"c{i % 4}"} for i in range(20000)] + [
         {"id": i, "city": "c9"} for i in range(20000, 30000)
     ]

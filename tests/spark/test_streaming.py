@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.support import faulty_source
 from tests.support.tables import assert_table_matches, hudi_rs_timeline
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),
@@ -117,12 +118,16 @@ def test_task_retry_inside_a_micro_batch_leaves_no_duplicates(spark, tmp_path):
         f.unlink()
     df = spark.readStream.schema(_spark_schema(spark)).option("maxFilesPerTrigger", 2).parquet(str(src))
     q = (
-        df.writeStream.format("hoodie").options(**OPTS).option("hoodie.sink.test.failure", "task:1")
+        df.writeStream.format(faulty_source.register(spark)).options(**OPTS).option("fault.task", "1")
+        .option("fault.log", str(tmp_path / "faults"))
         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start(str(tmp_path / "t"))
     )  # fmt: skip
     q.awaitTermination(600)
     q.stop()
     assert q.exception() is None
+    # one first-attempt failure of task 1 per micro-batch, each in a Python worker
+    hits = faulty_source.injected_in(tmp_path / "faults")
+    assert [(part, attempt) for _, part, attempt in hits] == [(1, 0)] * 3 and os.getpid() not in {h[0] for h in hits}
     assert_table_matches(tmp_path / "t", model_of(batches))
 
 

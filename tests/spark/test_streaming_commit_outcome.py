@@ -10,7 +10,6 @@ knows the patch was active in a worker and not only in the driver.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from tests.spark.test_streaming import cdc_files, commits, model_of
 from tests.support.tables import assert_table_matches
+from tests.support.worker_site import driver_env
 
 pytestmark = pytest.mark.slow
 
@@ -116,15 +116,10 @@ print("STREAM_LANDED ok", flush=True)
 
 
 def test_commit_that_raised_after_landing_is_kept_by_batch_and_stream_writers(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     (tmp_path / "driver.py").write_text(DRIVER)
     ctl, bpath, src, spath, ckpt = (tmp_path / n for n in ("ctl", "b", "src", "s", "ckpt"))
     batches = cdc_files(src, 3, seed=3, rows=(30, 60))
-    repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "HOODIE_TEST_FAULT_CTL": str(ctl),
-           "PYTHONPATH": os.pathsep.join([str(site), str(repo), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    env = driver_env(tmp_path / "site", SITECUSTOMIZE, HOODIE_TEST_FAULT_CTL=str(ctl))
     proc = subprocess.run([sys.executable, str(tmp_path / "driver.py"), *map(str, (ctl, bpath, src, spath, ckpt))],
                           env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
     out = proc.stdout

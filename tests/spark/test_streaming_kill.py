@@ -3,6 +3,10 @@
 (a) while tasks write, (b) after the tasks finished and before the commit file exists,
 (c) right after the commit file exists but before Spark recorded the batch.  After the restart
 the table holds every input record exactly once and no uncommitted file is visible.
+
+The crash points are patched into the stream writer in every Python process of the driver
+(its commit runs in a Python worker) by a test-only `sitecustomize.py`: at its point, the patch
+writes a marker file with its pid and sleeps until the test kills the driver's process group.
 """
 
 from __future__ import annotations
@@ -18,8 +22,49 @@ import pytest
 
 from tests.spark.test_streaming import cdc_files, model_of
 from tests.support.tables import assert_table_matches, hudi_rs_read
+from tests.support.worker_site import driver_env
 
 pytestmark = pytest.mark.slow
+
+KILL_AT = "HOODIE_TEST_KILL_AT"  # "<point>:<marker dir>", read by the test's sitecustomize only
+
+SITECUSTOMIZE = r'''
+import os
+SPEC = os.environ.get("HOODIE_TEST_KILL_AT")
+if SPEC:
+    import time
+    from hoodie_sink.datasource import stream_writer
+
+    POINT, MARKS = SPEC.split(":", 1)
+
+    def pause(point):
+        """Announce the crash point and wait to be killed."""
+        if point != POINT:
+            return
+        os.makedirs(MARKS, exist_ok=True)
+        with open(os.path.join(MARKS, point), "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(600)
+
+    Writer, write_path = stream_writer.HoodieStreamWriter, stream_writer.write_path
+    _write, _commit, _complete = Writer.write, Writer.commit, write_path.complete
+
+    def write(self, iterator):  # (a) a task wrote its files, its message is not sent yet
+        message = _write(self, iterator)
+        if message.result is not None:
+            pause("during-write")
+        return message
+
+    def complete(*args, **kwargs):  # (b) the commit checked its checkpoint, publishes next
+        pause("before-commit")
+        return _complete(*args, **kwargs)
+
+    def commit(self, messages, batchId):  # (c) the commit file exists, Spark has not recorded it
+        _commit(self, messages, batchId)
+        pause("after-commit")
+
+    Writer.write, Writer.commit, write_path.complete = write, commit, complete
+'''
 
 DRIVER = r"""
 import sys
@@ -69,9 +114,10 @@ def test_kill_and_restart_is_exactly_once(tmp_path, point):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     marks = tmp_path / "marks"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    run_driver(script, [str(src), str(path), str(ckpt)],
-               {**env, "HOODIE_SINK_TEST_KILL": f"{point}:{marks}"}, marks / point)  # fmt: skip
+    env = driver_env(tmp_path / "site", SITECUSTOMIZE)
+    run_driver(script, [str(src), str(path), str(ckpt)], {**env, KILL_AT: f"{point}:{marks}"}, marks / point)
+    # the pause ran in a Python worker of the driver, not in the test process
+    assert int((marks / point).read_text()) != os.getpid()
     # the crashed batch's data is not visible (a), (b); or already complete (c)
     visible = hudi_rs_read(path).num_rows if (path / ".hoodie").exists() else 0
     assert visible <= len(model_of(batches))

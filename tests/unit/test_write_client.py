@@ -225,12 +225,19 @@ def test_crashed_write_is_rolled_back_by_the_next_writer(tmp_path):
     assert_table_matches(path, rows(trips(20)) + rows(trips(5, start=200)))
 
 
-def test_failed_commit_leaves_table_as_before(tmp_path):
+def test_failed_commit_leaves_table_as_before(tmp_path, monkeypatch):
     path = tmp_path / "t"
     hoodie_sink.write(trips(20), str(path), OPTS)
     before = sorted(str(p) for p in path.rglob("*"))
-    with pytest.raises(Exception, match="test failure"):
-        hoodie_sink.write(trips(5, start=50), str(path), {**OPTS, "hoodie.sink.test.failure": "commit"})
+
+    def failing_publish(self, inflight, data):
+        raise OSError(f"test failure injected before completing {inflight.timestamp}")
+
+    # the coordinator's publish of the completed instant fails: the files are written, the commit is not
+    monkeypatch.setattr(commit.TimelineStore, "complete", failing_publish)
+    with pytest.raises(Exception, match="test failure injected"):
+        hoodie_sink.write(trips(5, start=50), str(path), OPTS)
+    monkeypatch.undo()
     assert sorted(str(p) for p in path.rglob("*")) == before
     assert_table_matches(path, rows(trips(20)))
 

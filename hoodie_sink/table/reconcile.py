@@ -38,6 +38,7 @@ from hoodie_sink.table.merge import (
     ORDER,
     PART,
     RECORD_KEY,
+    first_of_groups,
     merge_file_group,
     reduce_changes,
 )
@@ -213,14 +214,9 @@ def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[st
         sort.append((precombine, "descending", "at_end"))
     sort.append((ORDER, "descending"))
     cand = cand.take(pc.sort_indices(cand, sort_keys=sort))
-    group = cand.select(scope)
     # the first row of each key group is the winner; copies in other file groups are dropped
     # (copies in the winner's own file group are settled by that file group's merge)
-    first = np.zeros(cand.num_rows, dtype=bool)
-    first[0] = True
-    for c in scope:
-        col = group.column(c).combine_chunks()
-        first[1:] |= ~np.asarray(pc.equal(col.slice(1), col.slice(0, len(col) - 1)).to_numpy(zero_copy_only=False))
+    first = first_of_groups(cand, scope)
     group_no = np.cumsum(first) - 1
     fids = np.asarray(cand.column("_hf").to_pylist(), dtype=object)
     winner_fid = fids[first][group_no]  # None when the winner is a delete: every copy goes

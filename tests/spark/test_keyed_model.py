@@ -10,7 +10,14 @@ import random
 
 import pytest
 
-from tests.support.keyed_model import VARIANTS, BatchGenerator, KeyedModel, assert_locations, options_for
+from tests.support.keyed_model import (
+    VARIANTS,
+    BatchGenerator,
+    KeyedModel,
+    assert_locations,
+    next_batch,
+    options_for,
+)
 from tests.support.tables import assert_table_matches
 
 DDL = "id STRING, p STRING, ts LONG, v LONG, _hoodie_is_deleted BOOLEAN"
@@ -34,11 +41,7 @@ def test_keyed_writes_match_hudi_semantics(spark, tmp_path, index, move, seed):
     options = options_for(index, move)
     for step in range(3):  # inserts; updates, moves, late records, soft deletes; the delete operation
         operation = "delete" if step == 2 else "upsert"
-        stored_keys = sorted({row["id"] for _, row in model.rows.values()})
-        if operation == "delete":
-            rows = gen.deletes(15, model)
-        else:
-            rows = gen.upserts(rng.randrange(40, 90), stored_keys)
+        rows = next_batch(gen, model, rng, operation, 15, (40, 90))
         write(spark, path, options, rows, rng.randrange(1, 5), operation)
         model.apply(rows, operation)
         assert_locations(assert_table_matches(path, model.expected()), model)

@@ -23,6 +23,7 @@ from tests.support.keyed_model import (
     BatchGenerator,
     KeyedModel,
     assert_locations,
+    next_batch,
     options_for,
 )
 from tests.support.tables import assert_table_matches
@@ -77,11 +78,7 @@ def check_against_model(tmp_path, monkeypatch, index, move, seed, commit_time=Fa
     monkeypatch.setattr(upsert_task, "TAG_ROWS", rng.choice([20, upsert_task.TAG_ROWS]))
     for step in range(4):  # inserts; updates, moves, late records, soft deletes; the delete operation; again
         operation = "delete" if step == 2 else "upsert"
-        stored_keys = sorted({row["id"] for _, row in model.rows.values()})
-        if operation == "delete":
-            rows = gen.deletes(40, model)
-        else:
-            rows = gen.upserts(rng.randrange(60, 200), stored_keys)
+        rows = next_batch(gen, model, rng, operation, 40, (60, 200))
         shards = shard(rows, rng.randrange(1, 5), rng)
         write_shards(path, options, shards, operation)
         model.apply(arrival_order(shards), operation)

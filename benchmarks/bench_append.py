@@ -50,19 +50,27 @@ BASE = {
     "hoodie.table.name": "trips",
     "hoodie.datasource.write.partitionpath.field": "city",
 }
-KEYED = {**BASE, "hoodie.datasource.write.recordkey.field": "trip_id", "hoodie.datasource.write.precombine.field": "ts"}
+KEYED = {
+    **BASE,
+    "hoodie.datasource.write.recordkey.field": "trip_id",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=2_000_000, help="part 1: rows per write (and in the base table)")
+    ap.add_argument(
+        "--rows", type=int, default=2_000_000, help="part 1: rows per write (and in the base table)"
+    )
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--small-files", type=int, default=200, help="part 2: appends before clustering")
     ap.add_argument("--small-rows", type=int, default=10_000, help="part 2: rows per append")
     ap.add_argument("--target-mb", type=int, default=2, help="part 2: clustering target file size")
     ap.add_argument("--stream-batches", type=int, default=60, help="part 3: micro-batches")
     ap.add_argument("--stream-rows", type=int, default=5_000, help="part 3: rows per micro-batch")
-    ap.add_argument("--inline-every", type=int, default=20, help="part 3: hoodie.clustering.inline.max.commits")
+    ap.add_argument(
+        "--inline-every", type=int, default=20, help="part 3: hoodie.clustering.inline.max.commits"
+    )
     ap.add_argument("--parts", default="1,2,3")
     ap.add_argument("--wait-idle", type=float, default=60.0)
     ap.add_argument("--quick", action="store_true", help="200k rows, 50 small files of 2k rows")
@@ -140,7 +148,9 @@ def part2(spark, args, scratch, rows_out):
     for i in range(args.small_files):
         chunk = big.slice(i * args.small_rows, args.small_rows)
         hoodie_sink.write(chunk, path, {**BASE, "hoodie.datasource.write.operation": "append"})
-    print(f"  {args.small_files} appends of {args.small_rows:,} rows (engine API) in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"  {args.small_files} appends of {args.small_rows:,} rows (engine API) in {time.perf_counter() - t0:.1f} s"
+    )
 
     def query():
         df = spark.read.format("hoodie").load(path).where("fare BETWEEN 10 AND 12")
@@ -206,14 +216,16 @@ def part3(spark, args, scratch, rows_out):
 
 
 def hoodie_sink_snapshot_files(path):
-    from hoodie_sink.table.reader import Snapshot
+    from hoodie_sink.table.read.snapshot import Snapshot
 
     return Snapshot.open(path).base_files()
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    spark = build_spark(SparkSettings(extra=(("spark.sql.python.filterPushdown.enabled", "true"),)), "bench_append")
+    spark = build_spark(
+        SparkSettings(extra=(("spark.sql.python.filterPushdown.enabled", "true"),)), "bench_append"
+    )
     import hoodie_sink
 
     hoodie_sink.register(spark)

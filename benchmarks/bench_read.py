@@ -26,7 +26,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pyarrow as pa  # noqa: E402
-
 from common import CITIES, SparkSettings, build_spark, format_table, scratch_dir  # noqa: E402
 
 
@@ -34,7 +33,7 @@ def build_table(path: str, rows: int, files: int, seed: int = 7) -> list[str]:
     import numpy as np
 
     import hoodie_sink
-    from hoodie_sink.table.reader import Snapshot
+    from hoodie_sink.table.read.snapshot import Snapshot
 
     commits = max(1, files // len(CITIES))
     per_commit = rows // commits
@@ -68,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         path = os.path.join(scratch, "trips")
         t0 = time.monotonic()
         files = build_table(path, args.rows, args.files)
-        print(f"table: {len(files)} base files, {args.rows} rows, built in {time.monotonic() - t0:.1f}s", flush=True)
+        print(
+            f"table: {len(files)} base files, {args.rows} rows, built in {time.monotonic() - t0:.1f}s",
+            flush=True,
+        )
         spark = build_spark(
             SparkSettings(extra=(("spark.sql.python.filterPushdown.enabled", "true"),)), "bench_read"
         )
@@ -80,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             "parquet fare": lambda: spark.read.parquet(*files).where(where).count(),
         }
         counts = {name: fn() for name, fn in readers.items()}  # warm-up, and the answers
-        assert counts["hoodie"] == counts["parquet"] == args.rows // max(1, args.files // 10) * max(1, args.files // 10)
+        assert (
+            counts["hoodie"]
+            == counts["parquet"]
+            == args.rows // max(1, args.files // 10) * max(1, args.files // 10)
+        )
         assert counts["hoodie fare"] == counts["parquet fare"]
         times: dict[str, list[float]] = {name: [] for name in readers}
         for _ in range(args.repeat):

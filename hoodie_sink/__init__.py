@@ -43,7 +43,7 @@ def write(data, path: str, options: dict | None = None, mode: str = "append"):
 
 def read(path: str, **kwargs):
     """Snapshot-read the Hudi table at `path` into an Arrow table, without Spark."""
-    from hoodie_sink.table.reader import read_snapshot
+    from hoodie_sink.table.read.snapshot import read_snapshot
 
     return read_snapshot(path, **kwargs)
 

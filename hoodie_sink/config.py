@@ -224,15 +224,23 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
     "hoodie.datasource.hive_sync.enable": (("false",), "hoodie_sink does not sync to a Hive metastore"),
     "hoodie.datasource.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
     "hoodie.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
-    "hoodie.write.concurrency.mode": (("single_writer",), "one writer at a time (no optimistic concurrency control)"),
+    "hoodie.write.concurrency.mode": (
+        ("single_writer",),
+        "one writer at a time (no optimistic concurrency control)",
+    ),
     "hoodie.combine.before.upsert": (("true",), "upserts always keep one record per key (precombine)"),
     "hoodie.combine.before.delete": (("true",), "deletes always keep one record per key"),
     "hoodie.combine.before.insert": (("false",), "insert and bulk_insert never de-duplicate"),
     "hoodie.datasource.write.reconcile.schema": (
-        ("false",), "the input schema becomes the table schema (every table column must be in the input; "
-        "see hoodie.write.set.null.for.missing.columns)"),
+        ("false",),
+        "the input schema becomes the table schema (every table column must be in the input; "
+        "see hoodie.write.set.null.for.missing.columns)",
+    ),
     "hoodie.populate.meta.fields": (("true",), "base files always carry the five _hoodie_* meta columns"),
-    "hoodie.datasource.write.drop.partition.columns": (("false",), "partition columns stay in the base files"),
+    "hoodie.datasource.write.drop.partition.columns": (
+        ("false",),
+        "partition columns stay in the base files",
+    ),
     "hoodie.table.version": (("6",), "hoodie_sink writes table version 6"),
     "hoodie.write.table.version": (("6",), "hoodie_sink writes table version 6"),
     "hoodie.timeline.layout.version": (("1",), "hoodie_sink writes timeline layout version 1"),
@@ -251,16 +259,25 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
 
 # Hudi option groups that are refused whatever their value (prefix -> why, what to do).
 _REFUSED_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("hoodie.write.lock.", "lock providers are for several concurrent writers; hoodie_sink supports one "
-     "writer at a time (hoodie.write.concurrency.mode=single_writer). Remove the hoodie.write.lock.* options"),
+    (
+        "hoodie.write.lock.",
+        "lock providers are for several concurrent writers; hoodie_sink supports one "
+        "writer at a time (hoodie.write.concurrency.mode=single_writer). Remove the hoodie.write.lock.* options",
+    ),
     ("hoodie.write.concurrency.", "only hoodie.write.concurrency.mode=single_writer is supported"),
-    ("hoodie.cleaner.", "cleaning is not implemented yet (old file versions are kept); remove the cleaner "
-     "settings or set hoodie.clean.automatic=false"),
+    (
+        "hoodie.cleaner.",
+        "cleaning is not implemented yet (old file versions are kept); remove the cleaner "
+        "settings or set hoodie.clean.automatic=false",
+    ),
     ("hoodie.clean.", "cleaning is not implemented yet (old file versions are kept)"),
     ("hoodie.keep.", "archival is not implemented yet (the timeline is kept whole)"),
     ("hoodie.archive.", "archival is not implemented yet (the timeline is kept whole)"),
-    ("hoodie.payload.", "payload settings are not supported; the ordering field is "
-     "hoodie.datasource.write.precombine.field and deletes use the _hoodie_is_deleted column"),
+    (
+        "hoodie.payload.",
+        "payload settings are not supported; the ordering field is "
+        "hoodie.datasource.write.precombine.field and deletes use the _hoodie_is_deleted column",
+    ),
     ("hoodie.avro.schema.", "Avro schema overrides are not supported; the input schema is the write schema"),
 )
 
@@ -300,6 +317,7 @@ def _check_hudi_option(key: str, value: str) -> bool:
         if key.startswith(prefix):
             raise HoodieConfigError(f"Option '{key}'='{value}' is not supported: {why}.")
     return False
+
 
 def is_write_option(key: str) -> bool:
     """Whether `key` (lowercased) is a write option we know, accepted or refused on a write.  Reads
@@ -420,7 +438,9 @@ class WriteConfig:
                     continue
                 near = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.75)
                 hint = f" Did you mean '{near[0]}'?" if near else ""
-                raise HoodieConfigError(f"Unknown option '{key}'.{hint} Help: see the option list in README.md.")
+                raise HoodieConfigError(
+                    f"Unknown option '{key}'.{hint} Help: see the option list in README.md."
+                )
         target = path or raw.get("path") or raw.get("__path")
         if not target:
             raise HoodieConfigError(
@@ -449,9 +469,13 @@ class WriteConfig:
                 f"insert, bulk_insert and append so far, not '{self.operation}'."
             )
         if self.max_file_size < 1024:
-            raise HoodieConfigError(f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}.")
+            raise HoodieConfigError(
+                f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}."
+            )
         if not 0 < self.bloom_fpp < 1:
-            raise HoodieConfigError(f"Option 'hoodie.index.bloom.fpp' must be in (0, 1), got {self.bloom_fpp}.")
+            raise HoodieConfigError(
+                f"Option 'hoodie.index.bloom.fpp' must be in (0, 1), got {self.bloom_fpp}."
+            )
         if self.keygen_class and self.keygen_class.lower() not in KEYGEN_BY_CLASS:
             raise HoodieConfigError(
                 f"Option 'hoodie.datasource.write.keygenerator.class'='{self.keygen_class}' is not supported; "

@@ -42,7 +42,12 @@ def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, 
             if key not in model:  # deleted earlier in this batch: make it an insert
                 r = 1.0
             if r < 0.25:  # update
-                rec = {**model[key], "fare": round(rng.uniform(5, 80), 2), "ts": ts, "_hoodie_is_deleted": False}
+                rec = {
+                    **model[key],
+                    "fare": round(rng.uniform(5, 80), 2),
+                    "ts": ts,
+                    "_hoodie_is_deleted": False,
+                }
             elif r < 0.30:  # delete
                 rec = {**model[key], "ts": ts, "_hoodie_is_deleted": True}
             else:  # insert
@@ -137,7 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     our_rows = {r["trip_id"]: (r["fare"], r["ts"]) for r in ours.to_pylist()}
     want = {k: (v["fare"], v["ts"]) for k, v in model.items()}
     commits = table.get_timeline().get_completed_commits()
-    files = sum(1 for root, _, names in os.walk(args.path) if ".hoodie" not in root for n in names if n.endswith(".parquet"))
+    files = sum(
+        1
+        for root, _, names in os.walk(args.path)
+        if ".hoodie" not in root
+        for n in names
+        if n.endswith(".parquet")
+    )
     ok = rs_rows == want and our_rows == want and got.num_rows == len(want)
     sent = args.batches * args.rows
     print(

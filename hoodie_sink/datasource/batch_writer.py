@@ -20,8 +20,8 @@ from hoodie_sink.datasource.messages import HoodieCommitMessage, results_of
 from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown
-from hoodie_sink.table import commit, write_path
-from hoodie_sink.table.write_task import TaskIdentity
+from hoodie_sink.table import client
+from hoodie_sink.table.write.context import TaskIdentity
 
 log = logging.getLogger(__name__)
 
@@ -36,21 +36,21 @@ def task_identity() -> TaskIdentity:
 class HoodieBatchWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
         cfg = WriteConfig.from_options(dict(options))
-        self.ctx = commit.begin(cfg, spark_to_arrow(schema), overwrite=overwrite)
+        self.ctx = client.begin(cfg, spark_to_arrow(schema), overwrite=overwrite)
 
     def write(self, iterator) -> HoodieCommitMessage:
-        return HoodieCommitMessage(write_path.write_task(self.ctx, task_identity(), iterator))
+        return HoodieCommitMessage(client.write_task(self.ctx, task_identity(), iterator))
 
     def commit(self, messages) -> None:
         show_reports_on_stderr()
         try:
-            write_path.complete(self.ctx, results_of(messages))
+            client.complete(self.ctx, results_of(messages))
         except HoodieCommitStateUnknown:
             raise  # maybe landed: keep every file (Spark's abort below finds the commit or fails to look)
         except BaseException:
-            commit.abort(self.ctx)
+            client.abort(self.ctx)
             raise
 
     def abort(self, messages) -> None:
-        # Spark also calls this after a failed commit; commit.abort deletes nothing if it landed.
-        commit.abort(self.ctx)
+        # Spark also calls this after a failed commit; client.abort deletes nothing if it landed.
+        client.abort(self.ctx)

@@ -7,7 +7,7 @@ replacecommit.  Tasks and driver share nothing but storage, as the sink's writes
 
 from __future__ import annotations
 
-from hoodie_sink.table.file_group import write_token
+from hoodie_sink.table.format.file_group import write_token
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.services.clustering import ClusteringGroup, ClusteringJob, ClusteringResult
 

@@ -20,7 +20,7 @@ skipped in two steps:
 1. partition pruning: filters on partition columns against each file's partition path;
 2. data skipping: every supported filter (=, <, <=, >, >=, IN, IS [NOT] NULL, LIKE 'prefix%' on
    a top-level column) against the min / max / null count statistics of each remaining file's
-   Parquet footer (`hoodie_sink.table.data_skipping`; footers are cached per process).  Clustering
+   Parquet footer (`hoodie_sink.table.read.data_skipping`; footers are cached per process).  Clustering
    sorts rows, so filters on its sort columns skip most files.
 
 Both only drop files that certainly hold no matching row, and every filter is still returned to
@@ -59,11 +59,12 @@ from pyspark.sql.datasource import (
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.read_config import ReadConfig
-from hoodie_sink.table import data_skipping
-from hoodie_sink.table.data_skipping import Predicate
-from hoodie_sink.table.file_group import BaseFile
-from hoodie_sink.table.keygen import parse_partition_path
-from hoodie_sink.table.reader import Snapshot, load_timeline, pinned_timeline, read_base_file
+from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.format.keygen import parse_partition_path
+from hoodie_sink.table.read import data_skipping
+from hoodie_sink.table.read.base_file import read_base_file
+from hoodie_sink.table.read.data_skipping import Predicate
+from hoodie_sink.table.read.snapshot import Snapshot, load_timeline, pinned_timeline
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -191,9 +192,10 @@ def query_started_ms() -> int | None:
 class HoodiePushdownReader(HoodieReader):
     def pushFilters(self, filters):
         for f in filters:
-            if isinstance(f, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)) and len(
-                f.attribute
-            ) == 1:
+            if (
+                isinstance(f, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual))
+                and len(f.attribute) == 1
+            ):
                 self.partition_predicates.append(f)
             pred = to_predicate(f)
             if pred is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 
-REPORT_LOGGERS = ("hoodie_sink.table.write_path", "hoodie_sink.stream")
+REPORT_LOGGERS = ("hoodie_sink.table.write.write_path", "hoodie_sink.stream")
 
 
 def show_reports_on_stderr() -> None:

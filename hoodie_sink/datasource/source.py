@@ -13,8 +13,7 @@ from hoodie_sink.datasource.spark_schema import arrow_to_spark
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.read_config import ReadConfig
-from hoodie_sink.table.reader import Snapshot
-
+from hoodie_sink.table.read.snapshot import Snapshot
 
 STREAMING_READ_UNSUPPORTED = (
     "Streaming reads from a Hudi table (spark.readStream.format('hoodie')) are not supported yet by "

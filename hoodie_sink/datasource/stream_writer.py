@@ -2,7 +2,7 @@
 
 Spark constructs this writer twice per micro-batch in two processes (one pickled to the
 tasks, one for the commit), so the constructor only parses options.  The batch's instant is
-begun by its first task with rows (hoodie_sink.table.streaming); the commit finds it through
+begun by its first task with rows (hoodie_sink.table.write.streaming); the commit finds it through
 the task messages and publishes it with the checkpoint, atomically.
 """
 
@@ -18,9 +18,10 @@ from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.batch_writer import task_identity
 from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
-from hoodie_sink.table import commit, streaming, write_path
-from hoodie_sink.table.streaming import BatchRef
-from hoodie_sink.table.write_task import TaskResult
+from hoodie_sink.table import client
+from hoodie_sink.table.write import streaming
+from hoodie_sink.table.write.context import TaskResult
+from hoodie_sink.table.write.streaming import BatchRef
 
 log = logging.getLogger("hoodie_sink.stream")
 
@@ -45,7 +46,9 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator) -> StreamCommitMessage:
         tc = TaskContext.get()
         batch_id = int(tc.getLocalProperty("streaming.sql.batchId"))
-        run_id = tc.getLocalProperty("spark.jobGroup.id") or tc.getLocalProperty("sql.streaming.queryId") or "run"
+        run_id = (
+            tc.getLocalProperty("spark.jobGroup.id") or tc.getLocalProperty("sql.streaming.queryId") or "run"
+        )
         ref = BatchRef(self.identifier, batch_id, run_id)
         first = next(iterator, None)
         while first is not None and first.num_rows == 0:
@@ -60,7 +63,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
             yield first
             yield from iterator
 
-        result = write_path.write_task(ctx, task_identity(), batches())
+        result = client.write_task(ctx, task_identity(), batches())
         return StreamCommitMessage(ref, result, rows=result.num_records)
 
     def commit(self, messages, batchId: int) -> None:
@@ -77,12 +80,12 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         if ctx is None:
             raise RuntimeError(f"hoodie: no write context for micro-batch {batchId} ({ref.ctx_path})")
         if streaming.is_committed(storage, self.identifier, batchId):
-            commit.abort(ctx)  # a replay raced a commit: drop the duplicate
+            client.abort(ctx)  # a replay raced a commit: drop the duplicate
             return
         # raises HoodieCommitStateUnknown if the commit may have landed: Spark then calls abort,
         # which deletes nothing once the completed file exists, and a restart replays this batch,
         # which is skipped if its checkpoint is committed
-        write_path.complete(
+        client.complete(
             ctx, [m.result for m in written], streaming.checkpoint_metadata(storage, self.identifier, batchId),
             label=f"micro-batch {batchId} of {self.identifier}",
         )  # fmt: skip
@@ -94,7 +97,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         for ref in refs:
             ctx = streaming.load_context(storage, ref)
             if ctx is not None:
-                commit.abort(ctx)
+                client.abort(ctx)
                 streaming.forget_batch(storage, ref)
 
     def cfg_storage(self):

@@ -7,7 +7,9 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 
-def as_strings(values: pa.Array | pa.ChunkedArray | Iterable[str], what: str = "values", large_ok: bool = True) -> pa.Array:
+def as_strings(
+    values: pa.Array | pa.ChunkedArray | Iterable[str], what: str = "values", large_ok: bool = True
+) -> pa.Array:
     """One contiguous string array (nulls kept): chunks combined, dictionaries decoded, string
     views cast; `large_ok=False` also casts large_string down to string (join sides must match)."""
     if isinstance(values, pa.ChunkedArray):

@@ -1,8 +1,10 @@
-"""The engine's own Python API: write Arrow data into a Hudi table without Spark.
+"""The write client: the one entry to a write, for the Spark adapter and for Python callers.
 
-The same coordinator and task code that the Spark adapter drives, run in one process: begin
-an instant, write every batch as one task, complete (or abort on any error but one that leaves
-the commit's outcome unknown).
+A write is: `begin` an instant (driver), `write_task` for each task's share of the input,
+then `complete` (the commit, then the table services that run inline after a commit) or
+`abort`.  `write` runs all of it in one process over Arrow data, without Spark.
+Like Hudi's write client it sits above the write path and the table services, so neither
+needs the other.
 """
 
 from __future__ import annotations
@@ -13,11 +15,25 @@ import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
-from hoodie_sink.table import commit, write_path
-from hoodie_sink.table.metadata import CommitMetadata
-from hoodie_sink.table.write_task import TaskIdentity
+from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.services import clustering
+from hoodie_sink.table.write import write_path
+from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext
+from hoodie_sink.table.write.coordinator import abort, begin
+from hoodie_sink.table.write.write_path import write_task
+
+__all__ = ["abort", "begin", "complete", "write", "write_task"]
 
 DataLike = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+
+
+def complete(
+    ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None = None, label: str = "write"
+) -> CommitMetadata:
+    """Commit the write, then run the table services due inline (clustering)."""
+    metadata = write_path.complete(ctx, results, extra, label)
+    clustering.maybe_run_inline(ctx.config)
+    return metadata
 
 
 def _batches(data: DataLike) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:
@@ -38,12 +54,12 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
         raise HoodieConfigError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
     schema, batches = _batches(data)
     cfg = WriteConfig.from_options(options, path=path)
-    ctx = commit.begin(cfg, schema, overwrite=(mode == "overwrite"))
+    ctx = begin(cfg, schema, overwrite=(mode == "overwrite"))
     try:
-        result = write_path.write_task(ctx, TaskIdentity(only_task=True), batches)
-        return write_path.complete(ctx, [result])
+        result = write_task(ctx, TaskIdentity(only_task=True), batches)
+        return complete(ctx, [result])
     except HoodieCommitStateUnknown:
         raise  # the commit may have landed: its files must stay (the next writer's rollback decides)
     except BaseException:
-        commit.abort(ctx, settle_seconds=0)  # one process: no straggling tasks
+        abort(ctx, settle_seconds=0)  # one process: no straggling tasks
         raise

@@ -200,6 +200,10 @@ class Storage:
                 self.fs.delete_dir(self.full(rel))
                 return
             except (FileNotFoundError, OSError) as e:
-                if attempt == 2 or not isinstance(e, FileNotFoundError) and "no such file" not in str(e).lower() \
-                        and "not empty" not in str(e).lower():
+                if (
+                    attempt == 2
+                    or not isinstance(e, FileNotFoundError)
+                    and "no such file" not in str(e).lower()
+                    and "not empty" not in str(e).lower()
+                ):
                     raise

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hoodie_sink
-from hoodie_sink.table.reader import Snapshot
+from hoodie_sink.table.read.snapshot import Snapshot
 from tests.support.tables import assert_table_matches, hudi_rs_timeline, read_both
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64())])
@@ -44,8 +44,10 @@ def log_files(src: Path, batches: int, rows: int = 20, start: int = 0) -> list[d
 
 
 def stream(spark, src: Path, path: Path, ckpt: Path, extra: dict | None = None, trigger_once: bool = True):
-    df = spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE").option("maxFilesPerTrigger", 1).parquet(
-        str(src)
+    df = (
+        spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(src))
     )
     q = (
         df.writeStream.format("hoodie").options(**APPEND).options(**(extra or {}))
@@ -97,7 +99,11 @@ def test_clustering_while_an_append_stream_writes(spark, tmp_path):
     def cluster_repeatedly():  # a second writer of the table: clustering, in a thread pool
         try:
             while not stop.is_set():
-                results.append(hoodie_sink.cluster(str(path), {**CLUSTER, "hoodie.clustering.plan.strategy.sort.columns": ""}))
+                results.append(
+                    hoodie_sink.cluster(
+                        str(path), {**CLUSTER, "hoodie.clustering.plan.strategy.sort.columns": ""}
+                    )
+                )
                 time.sleep(0.2)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
@@ -122,9 +128,11 @@ def test_upsert_into_file_group_under_pending_clustering_fails_and_leaves_table(
              "hoodie.datasource.write.partitionpath.field": "city", "hoodie.datasource.write.precombine.field": "ts"}  # fmt: skip
     rows = [{"id": i, "city": "abc"[i % 3], "ts": 1, "fare": float(i)} for i in range(60)]
     for chunk in (rows[:30], rows[30:]):
-        spark.createDataFrame(chunk, "id LONG, city STRING, ts LONG, fare DOUBLE").write.format("hoodie").options(
-            **keyed
-        ).option("hoodie.datasource.write.operation", "append").mode("append").save(str(path))
+        spark.createDataFrame(chunk, "id LONG, city STRING, ts LONG, fare DOUBLE").write.format(
+            "hoodie"
+        ).options(**keyed).option("hoodie.datasource.write.operation", "append").mode("append").save(
+            str(path)
+        )
     from hoodie_sink.config import WriteConfig
     from hoodie_sink.table.services import clustering
     from hoodie_sink.table.storage import Storage
@@ -132,7 +140,9 @@ def test_upsert_into_file_group_under_pending_clustering_fails_and_leaves_table(
     storage = Storage(str(path))
     assert clustering.schedule(storage, WriteConfig.from_options({**keyed, **CLUSTER}, path=str(path)))
     tree = sorted(str(p) for p in path.rglob("*") if ".hoodie" not in p.parts)
-    update = spark.createDataFrame([{"id": 3, "city": "a", "ts": 2, "fare": -1.0}], "id LONG, city STRING, ts LONG, fare DOUBLE")
+    update = spark.createDataFrame(
+        [{"id": 3, "city": "a", "ts": 2, "fare": -1.0}], "id LONG, city STRING, ts LONG, fare DOUBLE"
+    )
     with pytest.raises(Exception, match="hoodie.clustering.updates.strategy"):
         update.write.format("hoodie").options(**keyed).mode("append").save(str(path))
     assert sorted(str(p) for p in path.rglob("*") if ".hoodie" not in p.parts) == tree

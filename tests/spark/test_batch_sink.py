@@ -94,19 +94,25 @@ def test_write_without_register_and_read_back(spark, tmp_path, operation):
     assert_table_matches(path, expected(df))
     back = spark.read.format("hoodie").load(path)
     assert back.count() == 3000
-    assert spark_rows(back.drop(*[c for c in back.columns if c.startswith("_hoodie")])) == sort_rows(expected(df))
+    assert spark_rows(back.drop(*[c for c in back.columns if c.startswith("_hoodie")])) == sort_rows(
+        expected(df)
+    )
     # our Spark reader returns the meta columns as hudi-rs does
     ours = spark_rows(back.select("_hoodie_record_key", "_hoodie_commit_time", "_hoodie_file_name"))
-    theirs = sort_rows(hudi_rs_read(path).select(["_hoodie_record_key", "_hoodie_commit_time", "_hoodie_file_name"]).to_pylist())
+    theirs = sort_rows(
+        hudi_rs_read(path)
+        .select(["_hoodie_record_key", "_hoodie_commit_time", "_hoodie_file_name"])
+        .to_pylist()
+    )
     assert ours == theirs
 
 
 def test_hudi_option_aliases_and_overwrite(spark, tmp_path):
     path = str(tmp_path / "t")
     df = trips_df(spark, 300)
-    df.write.format("hoodie").option("primaryKey", "id").option("hoodie.datasource.write.partitionpath.field", "city").option(
-        "type", "cow"
-    ).option("hoodie.table.name", "trips").mode("append").save(path)
+    df.write.format("hoodie").option("primaryKey", "id").option(
+        "hoodie.datasource.write.partitionpath.field", "city"
+    ).option("type", "cow").option("hoodie.table.name", "trips").mode("append").save(path)
     df2 = trips_df(spark, 30, start=1000)
     df2.write.format("hoodie").options(**OPTS).mode("overwrite").save(path)
     assert_table_matches(path, expected(df2))
@@ -120,7 +126,9 @@ def test_task_retry_leaves_no_duplicates_or_orphans(spark, tmp_path):
         "fault.log", str(log)
     ).mode("append").save(str(path))
     # task 1's first attempt wrote its files and failed, in a Python worker; its retry succeeded
-    assert [(pid != os.getpid(), part, attempt) for pid, part, attempt in faulty_source.injected_in(log)] == [(True, 1, 0)]
+    assert [(pid != os.getpid(), part, attempt) for pid, part, attempt in faulty_source.injected_in(log)] == [
+        (True, 1, 0)
+    ]
     assert_table_matches(path, expected(df))
     # every data file on storage is referenced by the commit
     import json
@@ -147,7 +155,9 @@ def test_failed_job_leaves_table_exactly_as_before(spark, tmp_path):
     assert_table_matches(path, expected(df))
     fresh = tmp_path / "fresh"
     with pytest.raises(Exception, match="test failure injected"):
-        df.write.format(faulty).options(**OPTS).option("fault.task", "always:0").mode("append").save(str(fresh))
+        df.write.format(faulty).options(**OPTS).option("fault.task", "always:0").mode("append").save(
+            str(fresh)
+        )
     assert not fresh.exists()
 
 
@@ -190,7 +200,11 @@ def test_all_spark_types(spark, tmp_path):
     for r in got:
         r["m"] = None if r["m"] is None else dict(r["m"])
     for r in want:
-        r["m"] = None if r["m"] is None else {k: v.asDict() if isinstance(v, Row) else v for k, v in r["m"].items()}
+        r["m"] = (
+            None
+            if r["m"] is None
+            else {k: v.asDict() if isinstance(v, Row) else v for k, v in r["m"].items()}
+        )
     assert got == sort_rows(want)
     back = spark_rows(spark.read.format("hoodie").load(path).drop("_hoodie_commit_time", "_hoodie_commit_seqno",
                       "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"))  # fmt: skip
@@ -226,7 +240,9 @@ def test_insert_into_tables_written_by_apache_hudi(spark, tmp_path, fixture):
     data_cols = [c for c in src.columns if not c.startswith("_hoodie")]
     new = src.select(*data_cols).withColumn("id", F.col("id") + 100)
     new_rows = spark_rows(new)
-    new.write.format("hoodie").option("hoodie.datasource.write.operation", "insert").mode("append").save(str(table))
+    new.write.format("hoodie").option("hoodie.datasource.write.operation", "insert").mode("append").save(
+        str(table)
+    )
     after = hudi_rs_read(table)
     assert after.num_rows == old.num_rows + len(new_rows)
     got = data_rows(after)
@@ -268,7 +284,9 @@ def test_read_fixtures_and_prune_partitions(spark, tmp_path):
 def test_insert_into_empty_table_written_by_apache_hudi(spark, tmp_path):
     table = unzip_fixture("cow_v6_empty", tmp_path)
     df = spark.createDataFrame([(1, "a", True), (2, None, False)], "id INT, name STRING, isActive BOOLEAN")
-    df.write.format("hoodie").option("hoodie.datasource.write.operation", "insert").mode("append").save(str(table))
+    df.write.format("hoodie").option("hoodie.datasource.write.operation", "insert").mode("append").save(
+        str(table)
+    )
     assert_table_matches(table, [r.asDict() for r in df.collect()])
 
 
@@ -281,7 +299,9 @@ def test_insert_into_mor_table_written_by_apache_hudi(spark, tmp_path):
          (1700000001, "new-2", "rider-Y", "driver-Y", 3.0, "berlin")],
         "ts LONG, uuid STRING, rider STRING, driver STRING, fare DOUBLE, city STRING",
     )  # fmt: skip
-    new.write.format("hoodie").option("hoodie.datasource.write.operation", "insert").mode("append").save(str(table))
+    new.write.format("hoodie").option("hoodie.datasource.write.operation", "insert").mode("append").save(
+        str(table)
+    )
     after = hudi_rs_read(table)
     assert sort_rows(data_rows(after)) == sort_rows(data_rows(old) + [r.asDict() for r in new.collect()])
     tl = hudi_rs_timeline(table)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.table.reader import read_snapshot
+from hoodie_sink.table.read.snapshot import read_snapshot
 from tests.support.tables import assert_index_footers, data_rows, hudi_rs_read, sort_rows
 
 UTC = dt.timezone.utc
@@ -152,7 +152,7 @@ def test_spark_filters_to_predicates():
     )
 
     from hoodie_sink.datasource.reader import to_predicate
-    from hoodie_sink.table.data_skipping import Predicate
+    from hoodie_sink.table.read.data_skipping import Predicate
 
     assert to_predicate(EqualTo(("a",), 1)) == Predicate("a", "=", 1)
     assert to_predicate(GreaterThan(("ts",), T0)) == Predicate("ts", ">", T0)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.timeline.timeline import Timeline
 from tests.support.tables import assert_table_matches
 
 OPTS = {

@@ -20,7 +20,9 @@ OPTS = {
 
 def test_spark_refuses_a_folder_of_plain_parquet_and_leaves_it_untouched(spark, tmp_path):
     folder = tmp_path / "lake"
-    df = spark.createDataFrame([(1, "sf", 1, 1.0), (2, "la", 1, 2.0)], "id long, city string, ts long, fare double")
+    df = spark.createDataFrame(
+        [(1, "sf", 1, 1.0), (2, "la", 1, 2.0)], "id long, city string, ts long, fare double"
+    )
     df.write.partitionBy("city").parquet(str(folder))
     before = snapshot(folder)
     with pytest.raises(Exception, match="not a Hudi table"):
@@ -31,8 +33,13 @@ def test_spark_refuses_a_folder_of_plain_parquet_and_leaves_it_untouched(spark, 
     df.write.format("hoodie").options(**OPTS).mode("append").save(str(table))
     before = snapshot(table)
     with pytest.raises(Exception, match="hoodie.metadata.enable"):
-        df.write.format("hoodie").options(**OPTS, **{"hoodie.metadata.enable": "true"}).mode("append").save(str(table))
-    bad_keygen = {"hoodie.datasource.write.keygenerator.type": "SIMPLE", "hoodie.datasource.write.recordkey.field": "id,ts"}
+        df.write.format("hoodie").options(**OPTS, **{"hoodie.metadata.enable": "true"}).mode("append").save(
+            str(table)
+        )
+    bad_keygen = {
+        "hoodie.datasource.write.keygenerator.type": "SIMPLE",
+        "hoodie.datasource.write.recordkey.field": "id,ts",
+    }
     with pytest.raises(Exception, match="exactly one record key"):
         df.write.format("hoodie").options(**{**OPTS, **bad_keygen}).mode("append").save(str(tmp_path / "new"))
     assert snapshot(table) == before and not (tmp_path / "new").exists()

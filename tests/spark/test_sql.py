@@ -17,7 +17,9 @@ def test_insert_into_and_overwrite_a_temporary_view(spark, tmp_path):
     spark.sql("INSERT INTO trips_v SELECT id, IF(id % 2 = 0, 'sf', 'la'), id * 1.0 FROM range(100)")
     spark.sql("INSERT INTO trips_v SELECT id, IF(id % 2 = 0, 'sf', 'la'), id * 2.0 FROM range(50, 150)")
     expected = {i: {"id": i, "city": "sf" if i % 2 == 0 else "la", "fare": float(i)} for i in range(100)}
-    expected.update({i: {"id": i, "city": "sf" if i % 2 == 0 else "la", "fare": i * 2.0} for i in range(50, 150)})
+    expected.update(
+        {i: {"id": i, "city": "sf" if i % 2 == 0 else "la", "fare": i * 2.0} for i in range(50, 150)}
+    )
     assert_table_matches(path, list(expected.values()))  # INSERT INTO upserts by key (Hudi's default)
     assert spark.sql("SELECT count(*) AS n FROM trips_v").first().n == 150
     spark.sql("INSERT OVERWRITE trips_v SELECT id, 'ny', 0.5 FROM range(3)")

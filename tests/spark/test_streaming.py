@@ -35,7 +35,9 @@ def cdc_files(src: Path, batches: int, seed: int = 0, rows=(5, 60)) -> list[list
             ts += 1
             i = rng.choice(sorted(live)) if live and rng.random() < 0.4 else rng.randrange(10_000)
             deleted = i in live and rng.random() < 0.15
-            rows_b.append({"id": i, "city": "abc"[i % 3], "ts": ts, "fare": float(ts), "_hoodie_is_deleted": deleted})
+            rows_b.append(
+                {"id": i, "city": "abc"[i % 3], "ts": ts, "fare": float(ts), "_hoodie_is_deleted": deleted}
+            )
             (live.discard if deleted else live.add)(i)
         f = src / f"part-{b:05d}.parquet"
         pq.write_table(pa.Table.from_pylist(rows_b, schema=SCHEMA), f)
@@ -127,7 +129,9 @@ def test_task_retry_inside_a_micro_batch_leaves_no_duplicates(spark, tmp_path):
     assert q.exception() is None
     # one first-attempt failure of task 1 per micro-batch, each in a Python worker
     hits = faulty_source.injected_in(tmp_path / "faults")
-    assert [(part, attempt) for _, part, attempt in hits] == [(1, 0)] * 3 and os.getpid() not in {h[0] for h in hits}
+    assert [(part, attempt) for _, part, attempt in hits] == [(1, 0)] * 3 and os.getpid() not in {
+        h[0] for h in hits
+    }
     assert_table_matches(tmp_path / "t", model_of(batches))
 
 

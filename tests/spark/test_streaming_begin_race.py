@@ -20,7 +20,7 @@ from pyspark import TaskContext
 
 from hoodie_sink.datasource.source import HoodieDataSource
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
-from hoodie_sink.table import streaming
+from hoodie_sink.table.write import streaming
 from tests.spark.test_streaming_long import ROWS_PER_BATCH
 from tests.support.tables import assert_table_matches
 

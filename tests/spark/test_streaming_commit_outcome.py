@@ -22,12 +22,12 @@ from tests.support.worker_site import driver_env
 
 pytestmark = pytest.mark.slow
 
-SITECUSTOMIZE = r'''
+SITECUSTOMIZE = r"""
 import os
 CTL = os.environ.get("HOODIE_TEST_FAULT_CTL")
 if CTL:
     from hoodie_sink.table.storage import Storage
-    from hoodie_sink.table.timeline.instant import Instant
+    from hoodie_sink.table.format.timeline.instant import Instant
 
     _write, _read, _failed = Storage.write_atomic, Storage.read_bytes, set()
 
@@ -62,9 +62,9 @@ if CTL:
         return _read(self, rel)
 
     Storage.write_atomic, Storage.read_bytes = write_atomic, read_bytes
-'''
+"""
 
-DRIVER = r'''
+DRIVER = r"""
 import os, sys
 from pyspark.sql import SparkSession
 ctl, batch_path, src, stream_path, ckpt = sys.argv[1:6]
@@ -112,7 +112,7 @@ except Exception as e:
 mode("landed-once")  # restart: the replayed batch is skipped; the next commit raises after landing
 stream()
 print("STREAM_LANDED ok", flush=True)
-'''
+"""
 
 
 def test_commit_that_raised_after_landing_is_kept_by_batch_and_stream_writers(tmp_path):

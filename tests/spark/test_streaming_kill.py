@@ -34,6 +34,7 @@ SPEC = os.environ.get("HOODIE_TEST_KILL_AT")
 if SPEC:
     import time
     from hoodie_sink.datasource import stream_writer
+    from hoodie_sink.table.write import write_path
 
     POINT, MARKS = SPEC.split(":", 1)
 
@@ -46,7 +47,7 @@ if SPEC:
             f.write(str(os.getpid()))
         time.sleep(600)
 
-    Writer, write_path = stream_writer.HoodieStreamWriter, stream_writer.write_path
+    Writer = stream_writer.HoodieStreamWriter
     _write, _commit, _complete = Writer.write, Writer.commit, write_path.complete
 
     def write(self, iterator):  # (a) a task wrote its files, its message is not sent yet
@@ -97,7 +98,9 @@ def run_driver(script: Path, args: list[str], env: dict, kill_marker: Path | Non
     deadline = time.time() + 300
     while not kill_marker.exists():
         if proc.poll() is not None:
-            raise AssertionError("driver ended before reaching the kill point:\n" + proc.stdout.read()[-3000:])
+            raise AssertionError(
+                "driver ended before reaching the kill point:\n" + proc.stdout.read()[-3000:]
+            )
         if time.time() > deadline:
             os.killpg(proc.pid, signal.SIGKILL)
             raise AssertionError("kill point not reached")

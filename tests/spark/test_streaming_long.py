@@ -55,7 +55,9 @@ def test_streaming_upsert_runs_its_micro_batches_and_equals_the_model(spark, tmp
                    for m in metas]  # fmt: skip
     # one commit per micro-batch, in order, none lost or doubled, each with exactly its rows
     assert checkpoints == list(range(len(metas))) and len(metas) >= batches
-    assert {json.loads(m["extraMetadata"]["hoodie.sink.write.report"])["rowsIn"] for m in metas} == {ROWS_PER_BATCH}
+    assert {json.loads(m["extraMetadata"]["hoodie.sink.write.report"])["rowsIn"] for m in metas} == {
+        ROWS_PER_BATCH
+    }
     last_value = len(metas) * ROWS_PER_BATCH - 1
     theirs, _ = read_both(path)
     assert max(theirs.column("ts").to_pylist()) == last_value

@@ -7,7 +7,7 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from hoodie_sink.table.properties import parse_properties
+from hoodie_sink.table.format.properties import parse_properties
 from tests.support.tables import (
     COW_FIXTURES,
     assert_table_matches,
@@ -28,7 +28,8 @@ OPTS = {
 
 def trips(spark, ids, ts, partitions=3):
     return spark.createDataFrame(
-        [(i, ["sf", "nyc", "la"][i % 3], ts, float(i * ts)) for i in ids], "id LONG, city STRING, ts LONG, fare DOUBLE"
+        [(i, ["sf", "nyc", "la"][i % 3], ts, float(i * ts)) for i in ids],
+        "id LONG, city STRING, ts LONG, fare DOUBLE",
     ).repartition(partitions)
 
 
@@ -40,9 +41,9 @@ def rows_of(df):
 def test_upsert_and_delete_any_partitioning(spark, tmp_path, by_key):
     path = str(tmp_path / "t")
     first = trips(spark, range(3000), 1)
-    first.write.format("hoodie").options(**OPTS).option("hoodie.datasource.write.operation", "bulk_insert").mode(
-        "append"
-    ).save(path)
+    first.write.format("hoodie").options(**OPTS).option(
+        "hoodie.datasource.write.operation", "bulk_insert"
+    ).mode("append").save(path)
     upd = trips(spark, list(range(0, 3000, 3)) + list(range(5000, 5300)), 2, partitions=4)
     # duplicates of one key in several tasks: the higher ts wins
     dup = trips(spark, [7, 8], 3, partitions=1).union(trips(spark, [7], 0, partitions=1))
@@ -62,7 +63,9 @@ def test_upsert_and_delete_any_partitioning(spark, tmp_path, by_key):
               for k in ("numInserts", "numUpdateWrites")}  # fmt: skip
     assert counts == {"numInserts": 300, "numUpdateWrites": 1002}
     # deletes: the delete operation and _hoodie_is_deleted in an upsert
-    dels = spark.createDataFrame([(i, ["sf", "nyc", "la"][i % 3]) for i in (1, 2, 99999)], "id LONG, city STRING")
+    dels = spark.createDataFrame(
+        [(i, ["sf", "nyc", "la"][i % 3]) for i in (1, 2, 99999)], "id LONG, city STRING"
+    )
     dels.write.format("hoodie").options(**OPTS).option("hoodie.datasource.write.operation", "delete").mode(
         "append"
     ).save(path)

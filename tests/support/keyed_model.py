@@ -158,8 +158,14 @@ def assert_locations(table: pa.Table, model: KeyedModel) -> None:
         assert len(keys) == len(set(keys)), "a key is in two partitions of a global-index table"
 
 
-def next_batch(gen: BatchGenerator, model: KeyedModel, rng: random.Random, operation: str,
-               deletes: int, upserts: tuple[int, int]) -> list[dict]:
+def next_batch(
+    gen: BatchGenerator,
+    model: KeyedModel,
+    rng: random.Random,
+    operation: str,
+    deletes: int,
+    upserts: tuple[int, int],
+) -> list[dict]:
     """The next commit's input: `deletes` delete-operation rows, or a random number of upserts."""
     if operation == "delete":
         return gen.deletes(deletes, model)

@@ -11,13 +11,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.index.key_index import read_footer, read_record_keys
-from hoodie_sink.table.reader import Snapshot, read_snapshot
-from hoodie_sink.table.schema import META_COLUMNS
+from hoodie_sink.table.read.snapshot import Snapshot, read_snapshot
 
 # CI clones the repo with shared/ beside it; HOODIE_FIXTURES points elsewhere if needed.
 FIXTURES = Path(
-    os.environ.get("HOODIE_FIXTURES", Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "hudi-tables")
+    os.environ.get(
+        "HOODIE_FIXTURES", Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "hudi-tables"
+    )
 )
 FIXTURE_DIRS = {
     "cow_v6_complexkeygen_hivestyle": "v6_complexkeygen_hivestyle",

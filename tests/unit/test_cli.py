@@ -8,7 +8,7 @@ import json
 import hoodie_sink
 from hoodie_sink.cli import main
 from tests.support.tables import assert_table_matches, hudi_rs_timeline
-from tests.unit.test_write_client import OPTS, trips
+from tests.unit.test_client import OPTS, trips
 
 
 def test_cli_clusters_a_table(tmp_path, capsys):

@@ -14,11 +14,10 @@ import pytest
 import hoodie_sink
 from hoodie_sink.config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieError, HoodieSchemaError, HoodieTableError
-from hoodie_sink.table.properties import parse_properties, write_table_config
-from hoodie_sink.table.schema import with_missing_as_nulls
+from hoodie_sink.table.format.properties import parse_properties, read_table_config, write_table_config
+from hoodie_sink.table.format.schema import with_missing_as_nulls
+from hoodie_sink.table.format.timeline.timeline import TimelineStore
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.timeline.timeline import TimelineStore
-from hoodie_sink.table.properties import read_table_config
 from tests.support.tables import assert_table_matches, read_both
 
 OPTS = {
@@ -140,7 +139,9 @@ def test_overwrite_with_latest_payload_orders_by_commit_time(tmp_path):
     assert_table_matches(path, [{"id": 1, "city": "sf", "ts": 7, "fare": 7.0},
                                 {"id": 2, "city": "sf", "ts": 30, "fare": 30.0}])  # fmt: skip
     with pytest.raises(HoodieConfigError, match="payload.class.*contradicts"):
-        hoodie_sink.write(later, str(path), {**PRE, "hoodie.datasource.write.payload.class": "DefaultHoodieRecordPayload"})
+        hoodie_sink.write(
+            later, str(path), {**PRE, "hoodie.datasource.write.payload.class": "DefaultHoodieRecordPayload"}
+        )
 
 
 def test_table_with_an_unsupported_payload_class_refuses_merges_but_takes_inserts(tmp_path):
@@ -167,7 +168,9 @@ def test_set_null_for_missing_columns(tmp_path, operation):
     with pytest.raises(HoodieSchemaError, match="column 'fare' is missing from the input"):
         hoodie_sink.write(lacking_fare, str(path), {**PRE, **op})
     assert snapshot(path) == before  # refused before any instant
-    hoodie_sink.write(lacking_fare, str(path), {**PRE, **op, "hoodie.write.set.null.for.missing.columns": "true"})
+    hoodie_sink.write(
+        lacking_fare, str(path), {**PRE, **op, "hoodie.write.set.null.for.missing.columns": "true"}
+    )
     new = [{"id": 2, "city": "sf", "ts": 20, "fare": None}, {"id": 3, "city": "sf", "ts": 20, "fare": None}]
     old = {"upsert": [{"id": 1, "city": "sf", "ts": 10, "fare": 1.0}],
            "insert_overwrite": []}.get(operation, [{"id": 1, "city": "sf", "ts": 10, "fare": 1.0},
@@ -260,7 +263,12 @@ REFUSED_WRITES = {
 }  # fmt: skip
 
 
-LATER_WRITE_CASES = ("zero buckets", "bucket hash field outside the key", "clustering on a missing column", "bad clustering partition regex")
+LATER_WRITE_CASES = (
+    "zero buckets",
+    "bucket hash field outside the key",
+    "clustering on a missing column",
+    "bad clustering partition regex",
+)
 
 
 def _odd_batch() -> pa.Table:

@@ -53,7 +53,9 @@ def test_query_types():
 def test_unknown_hoodie_read_option_is_an_error_with_a_suggestion():
     with pytest.raises(HoodieConfigError, match="Unknown read option 'hoodie.datasource.query.typ'.*Did you"):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.typ": "snapshot"})
-    with pytest.raises(HoodieConfigError, match="'hoodie.datasource.read.as.of.instant'. Did you mean 'as.of.instant'"):
+    with pytest.raises(
+        HoodieConfigError, match="'hoodie.datasource.read.as.of.instant'. Did you mean 'as.of.instant'"
+    ):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.read.as.of.instant": "2026-11-23"})
 
 

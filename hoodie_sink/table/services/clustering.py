@@ -31,102 +31,48 @@ import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError, HoodieTableError
-from hoodie_sink.table.file_group import file_id, new_file_id_prefix, write_token
-from hoodie_sink.table.fs_view import FileSystemView
-from hoodie_sink.table.hoodie_table import latest_schema, read_table_config
-from hoodie_sink.table.instant_guard import InstantGuard
-from hoodie_sink.table.layout import sort_indices
-from hoodie_sink.table.markers import delete_markers, list_marked_files
-from hoodie_sink.table.metadata import SCHEMA_KEY, CommitMetadata, WriteStat
-from hoodie_sink.table.properties import MERGE_ON_READ
-from hoodie_sink.table.reader import read_base_file
-from hoodie_sink.table.replace_metadata import decode_requested_replace, encode_requested_replace
-from hoodie_sink.table.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
-from hoodie_sink.table.services.clustering_plan import (
+from hoodie_sink.table.format.clustering_plan import (
+    CLUSTER,
     ClusteringGroup,
+    clustering_plan,
+    file_groups_under_clustering,
     from_avro_plan,
-    plan_groups,
+    pending_clusterings,
     to_avro_plan,
 )
-from hoodie_sink.table.services.heartbeat import (
+from hoodie_sink.table.format.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
+from hoodie_sink.table.format.file_group import file_id, new_file_id_prefix, write_token
+from hoodie_sink.table.format.fs_view import FileSystemView
+from hoodie_sink.table.format.heartbeat import (
     HEARTBEAT_DIR,
     Heartbeat,
     beat_is_alive,
     heartbeat_path,
-    is_alive,
     last_beat,
 )
-from hoodie_sink.table.services.rollback import delete_files, files_of_instant
+from hoodie_sink.table.format.markers import delete_markers, list_marked_files
+from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
+from hoodie_sink.table.format.replace_metadata import encode_requested_replace
+from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
+from hoodie_sink.table.format.table_schema import latest_schema
+from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
+from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.read.base_file import read_base_file
+from hoodie_sink.table.services.clustering_strategy import plan_groups
+from hoodie_sink.table.services.row_order import sort_indices
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.timeline.instant import COMPLETED, INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
-from hoodie_sink.table.timeline.timeline import Timeline, TimelineStore
-from hoodie_sink.table.writers.base_file import (
+from hoodie_sink.table.write.base_file_writer import (
     BaseFileWriter,
     ParquetSettings,
     RollingBaseFileWriter,
     file_schema,
+    parquet_settings_of,
 )
+from hoodie_sink.table.write.instant_guard import InstantGuard
+from hoodie_sink.table.write.rollback import delete_files, rollback_failed_clustering
 
 log = logging.getLogger(__name__)
-CLUSTER = "CLUSTER"
 COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY = META_COLUMNS[0], META_COLUMNS[1], META_COLUMNS[2]
-
-
-# ------------------------------------------------------------------------- pending clustering
-
-
-def clustering_plan(storage: Storage, instant: Instant) -> dict | None:
-    """The Avro clustering plan of a replacecommit, or None if it is not a clustering."""
-    try:
-        raw = storage.read_bytes(TimelineStore(storage).path(instant.with_state(REQUESTED)))
-    except (FileNotFoundError, OSError):
-        return None
-    md = decode_requested_replace(raw)
-    if (md.get("operationType") or "").upper() != CLUSTER:
-        return None
-    return md.get("clusteringPlan") or {}
-
-
-def pending_clusterings(storage: Storage, timeline: Timeline) -> dict[str, list[ClusteringGroup]]:
-    """instant -> plan groups of every clustering not completed yet."""
-    out = {}
-    for inst in timeline.pending((REPLACE_COMMIT,)):
-        plan = clustering_plan(storage, inst)
-        if plan is not None:
-            out[inst.timestamp] = from_avro_plan(plan, storage.base_uri)[0]
-    return out
-
-
-def file_groups_under_clustering(storage: Storage, timeline: Timeline) -> dict[tuple[str, str], str]:
-    """(partition, file id) -> instant of the pending clustering that will replace it."""
-    return {
-        (s.partition_path, s.file_id): ts
-        for ts, groups in pending_clusterings(storage, timeline).items()
-        for g in groups
-        for s in g.slices
-    }
-
-
-def is_clustering(storage: Storage, instant: Instant) -> bool:
-    return instant.action == REPLACE_COMMIT and clustering_plan(storage, instant.with_state(REQUESTED)) is not None
-
-
-def rollback_failed_clustering(storage: Storage, instant: Instant, cfg: WriteConfig, force: bool = False) -> bool:
-    """Undo the execution of a clustering whose runner is gone (heartbeat expired): its files,
-    markers and inflight file go, its plan stays for the next run.  False if it is alive
-    (`force`: the caller has taken the instant over and beats for it already)."""
-    if not force and is_alive(storage, instant.timestamp, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
-        return False
-    store = TimelineStore(storage)
-    if storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, COMPLETED))):
-        return True  # completed after the caller's look at the timeline: nothing to undo, ever
-    if not storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT))):
-        return True  # only planned: nothing to undo
-    deleted = delete_files(storage, files_of_instant(storage, instant.timestamp))
-    delete_markers(storage, instant.timestamp)
-    storage.delete(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT)))
-    log.info("hoodie: rolled back failed clustering %s to its plan (%d files deleted)", instant.timestamp, deleted)
-    return True
 
 
 # ---------------------------------------------------------------------------------- schedule
@@ -184,10 +130,16 @@ def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
     plan = to_avro_plan(groups, cfg, storage.base_uri)
     content = encode_requested_replace(CLUSTER, plan)
     # Beat before the plan appears: a runner looking for dead plans must not take this one.
-    instant = TimelineStore(storage).create_requested_at_new_time(
-        Timeline.load(storage).last_instant_time(), REPLACE_COMMIT, content,
-        before=lambda ts: Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat(),
-    ).timestamp
+    instant = (
+        TimelineStore(storage)
+        .create_requested_at_new_time(
+            Timeline.load(storage).last_instant_time(),
+            REPLACE_COMMIT,
+            content,
+            before=lambda ts: Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat(),
+        )
+        .timestamp
+    )
     log.info("hoodie: scheduled clustering %s: %d groups, %d files", instant, len(groups),
              sum(len(g.slices) for g in groups))  # fmt: skip
     return instant
@@ -210,7 +162,9 @@ class ClusteringJob:
     preserve_metadata: bool
 
 
-def execute_group(job: ClusteringJob, index: int, group: ClusteringGroup, token: str | None = None) -> list[WriteStat]:
+def execute_group(
+    job: ClusteringJob, index: int, group: ClusteringGroup, token: str | None = None
+) -> list[WriteStat]:
     """Read a group's slices, sort, write new file groups at the target size (bounded by the
     group: every row of it is in memory once, sorted)."""
     storage = Storage(job.path)
@@ -269,7 +223,11 @@ class ClusteringResult:
 
 
 def execute(
-    storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunner | None = None, takeover: bool = False
+    storage: Storage,
+    cfg: WriteConfig,
+    instant: str,
+    runner: GroupRunner | None = None,
+    takeover: bool = False,
 ) -> ClusteringResult:
     """Run a scheduled clustering to completion (or leave it to be rolled back on failure).
 
@@ -281,7 +239,9 @@ def execute(
         return _execute(storage, cfg, instant, runner)
 
 
-def _execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunner | None) -> ClusteringResult:
+def _execute(
+    storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunner | None
+) -> ClusteringResult:
     started = time.monotonic()
     store = TimelineStore(storage)
     timeline = Timeline.load(storage)
@@ -295,9 +255,10 @@ def _execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunn
     if avro is None:
         raise HoodieTableError(f"The table at {storage.base_uri} has no schema yet: nothing to cluster.")
     avro_json = json.loads(avro)
-    from hoodie_sink.table.write_task import parquet_settings_of  # late: write_task -> commit -> here
 
-    sort_cols = tuple(c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c)
+    sort_cols = tuple(
+        c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c
+    )
     job = ClusteringJob(
         path=cfg.path,
         instant=instant,
@@ -351,7 +312,9 @@ def _execute(storage: Storage, cfg: WriteConfig, instant: str, runner: GroupRunn
     return result
 
 
-def run(path: str, options: dict[str, str] | WriteConfig, runner: GroupRunner | None = None) -> ClusteringResult | None:
+def run(
+    path: str, options: dict[str, str] | WriteConfig, runner: GroupRunner | None = None
+) -> ClusteringResult | None:
     """Execute the oldest pending clustering whose runner is gone, or schedule and execute a
     new one.  None when there is nothing to cluster."""
     cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
@@ -385,7 +348,10 @@ def commits_since_last_clustering(storage: Storage, timeline: Timeline) -> int:
     done = timeline.completed()
     for i in range(len(done) - 1, -1, -1):
         inst = done[i]
-        if inst.action == REPLACE_COMMIT and store.read_json(inst).get("operationType", "").upper() == CLUSTER:
+        if (
+            inst.action == REPLACE_COMMIT
+            and store.read_json(inst).get("operationType", "").upper() == CLUSTER
+        ):
             return len(done) - 1 - i
     return len(done)
 

@@ -1,0 +1,211 @@
+"""`.hoodie/hoodie.properties`: the table's identity and its table-level settings.
+
+Java writes it as java.util.Properties text; hudi-rs splits each line at the first '=' and
+only un-escapes `\\:` in the create schema, so we write values that need no escaping other
+than that (format doc §2.1).  The checksum is CRC32 of "<database>.<table>" (§2.3).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.storage import Storage
+
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+BACKUP_FILE = ".hoodie/hoodie.properties.backup"
+
+COPY_ON_WRITE = "COPY_ON_WRITE"
+MERGE_ON_READ = "MERGE_ON_READ"
+
+# Merge semantics readers infer from the payload class (format doc §6.7).
+OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
+K_NAME = "hoodie.table.name"
+K_TYPE = "hoodie.table.type"
+K_VERSION = "hoodie.table.version"
+K_LAYOUT = "hoodie.timeline.layout.version"
+K_CHECKSUM = "hoodie.table.checksum"
+K_DATABASE = "hoodie.database.name"
+K_RECORD_KEYS = "hoodie.table.recordkey.fields"
+K_PARTITION_FIELDS = "hoodie.table.partition.fields"
+K_PRECOMBINE = "hoodie.table.precombine.field"
+K_KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+K_HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+K_URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+K_DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+K_ARCHIVE_FOLDER = "hoodie.archivelog.folder"
+K_CREATE_SCHEMA = "hoodie.table.create.schema"
+K_TIMEZONE = "hoodie.table.timeline.timezone"
+K_BASE_FORMAT = "hoodie.table.base.file.format"
+K_PAYLOAD = "hoodie.compaction.payload.class"
+K_POPULATE_META = "hoodie.populate.meta.fields"
+K_TS_TYPE = "hoodie.keygen.timebased.timestamp.type"
+K_TS_INPUT_FMT = "hoodie.keygen.timebased.input.dateformat"
+K_TS_OUTPUT_FMT = "hoodie.keygen.timebased.output.dateformat"
+K_TS_TIMEZONE = "hoodie.keygen.timebased.timezone"
+
+
+def table_checksum(database: str | None, table: str) -> int:
+    return zlib.crc32(f"{database or ''}.{table}".encode()) & 0xFFFFFFFF
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java Properties text (the subset Hudi writes: key=value, '#' comments)."""
+    props: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        props[key.strip()] = _unescape(value.strip())
+    return props
+
+
+def _unescape(value: str) -> str:
+    if "\\" not in value:
+        return value
+    out, i = [], 0
+    while i < len(value):
+        c = value[i]
+        if c == "\\" and i + 1 < len(value):
+            nxt = value[i + 1]
+            if nxt == "u" and i + 5 < len(value):
+                out.append(chr(int(value[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append({"n": "\n", "t": "\t", "r": "\r"}.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def render_properties(props: dict[str, str]) -> str:
+    now = datetime.now(timezone.utc)
+    lines = [f"#Properties saved on {now.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z", f"#{now.ctime()}"]
+    for key in sorted(props):
+        value = props[key]
+        # Only ':' is escaped: Java un-escapes it, hudi-rs does so for the schema (§2.1).
+        lines.append(
+            f"{key}={value.replace(':', chr(92) + ':')}" if key == K_CREATE_SCHEMA else f"{key}={value}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    return value.strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """The table-level settings persisted in hoodie.properties."""
+
+    name: str
+    table_type: str = COPY_ON_WRITE
+    record_key_fields: tuple[str, ...] = ()
+    partition_fields: tuple[str, ...] = ()
+    precombine_field: str | None = None
+    keygen_class: str | None = None
+    hive_style: bool = False
+    url_encode: bool = False
+    database: str | None = "default"
+    create_schema: str | None = None
+    payload_class: str | None = None
+    populate_meta_fields: bool = True
+    version: int = 6
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> TableConfig:
+        def fields(key: str) -> tuple[str, ...]:
+            raw = props.get(key, "")
+            return tuple(f.strip() for f in raw.split(",") if f.strip())
+
+        known = {
+            K_NAME, K_TYPE, K_RECORD_KEYS, K_PARTITION_FIELDS, K_PRECOMBINE, K_KEYGEN_CLASS,
+            K_HIVE_STYLE, K_URL_ENCODE, K_DATABASE, K_CREATE_SCHEMA, K_PAYLOAD, K_POPULATE_META,
+            K_VERSION, K_CHECKSUM,
+        }  # fmt: skip
+        if K_NAME not in props:
+            raise HoodieTableError(f"hoodie.properties lacks '{K_NAME}'")
+        ttype = props.get(K_TYPE, COPY_ON_WRITE).upper()
+        ttype = {"COW": COPY_ON_WRITE, "MOR": MERGE_ON_READ}.get(ttype, ttype)
+        return cls(
+            name=props[K_NAME],
+            table_type=ttype,
+            record_key_fields=fields(K_RECORD_KEYS),
+            partition_fields=fields(K_PARTITION_FIELDS),
+            precombine_field=props.get(K_PRECOMBINE) or None,
+            keygen_class=props.get(K_KEYGEN_CLASS) or None,
+            hive_style=_bool(props.get(K_HIVE_STYLE), False),
+            url_encode=_bool(props.get(K_URL_ENCODE), False),
+            database=props.get(K_DATABASE),
+            create_schema=props.get(K_CREATE_SCHEMA),
+            payload_class=props.get(K_PAYLOAD),
+            populate_meta_fields=_bool(props.get(K_POPULATE_META), True),
+            version=int(props.get(K_VERSION, "6")),
+            extra={k: v for k, v in props.items() if k not in known},
+        )
+
+    def to_properties(self) -> dict[str, str]:
+        props = dict(self.extra)
+        props.update(
+            {
+                K_NAME: self.name,
+                K_TYPE: self.table_type,
+                K_VERSION: str(self.version),
+                K_LAYOUT: "1",
+                K_ARCHIVE_FOLDER: "archived",
+                K_TIMEZONE: "UTC",
+                K_DROP_PARTITION_COLUMNS: "false",
+                K_HIVE_STYLE: str(self.hive_style).lower(),
+                K_URL_ENCODE: str(self.url_encode).lower(),
+                K_POPULATE_META: str(self.populate_meta_fields).lower(),
+                K_BASE_FORMAT: "PARQUET",
+                K_CHECKSUM: str(table_checksum(self.database, self.name)),
+            }
+        )
+        if self.database:
+            props[K_DATABASE] = self.database
+        if self.record_key_fields:
+            props[K_RECORD_KEYS] = ",".join(self.record_key_fields)
+        if self.partition_fields:
+            props[K_PARTITION_FIELDS] = ",".join(self.partition_fields)
+        if self.precombine_field:
+            props[K_PRECOMBINE] = self.precombine_field
+        if self.keygen_class:
+            props[K_KEYGEN_CLASS] = self.keygen_class
+        if self.create_schema:
+            props[K_CREATE_SCHEMA] = self.create_schema
+        if self.payload_class:
+            props[K_PAYLOAD] = self.payload_class
+        return props
+
+    def with_updates(self, **changes) -> TableConfig:
+        return replace(self, **changes)
+
+
+def read_table_config(storage: Storage) -> TableConfig:
+    for rel in (PROPERTIES_FILE, BACKUP_FILE):  # Java falls back to the backup (§2.1)
+        try:
+            text = storage.read_text(rel)
+        except FileNotFoundError:
+            continue
+        return TableConfig.from_properties(parse_properties(text))
+    raise HoodieTableError(
+        f"No Hudi table at {storage.base_uri}: {PROPERTIES_FILE} not found. "
+        "Help: write to the path first, or check the path."
+    )
+
+
+def write_table_config(storage: Storage, config: TableConfig) -> None:
+    storage.write_atomic(PROPERTIES_FILE, render_properties(config.to_properties()).encode("utf-8"))

@@ -1,0 +1,204 @@
+"""The active timeline: what `.hoodie/` says has happened, and the writes that move it on.
+
+`Timeline` is an immutable snapshot of the listing (queries are pure); `TimelineStore`
+performs the transitions requested -> inflight -> completed on storage.  Completion is the
+commit point: its file is published atomically and is the last thing a write does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
+from hoodie_sink.table.format.timeline.instant import (
+    COMPLETED,
+    INFLIGHT,
+    REQUESTED,
+    WRITE_ACTIONS,
+    Instant,
+    next_instant_time,
+)
+from hoodie_sink.table.storage import Storage
+
+META_DIR = ".hoodie"
+log = logging.getLogger(__name__)
+
+
+class InstantTimeTaken(HoodieTableError):
+    """Another writer started an instant at this time (any action): pick the next time."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    instants: tuple[Instant, ...]  # every state file, sorted
+
+    @staticmethod
+    def load(storage: Storage) -> Timeline:
+        found = []
+        for name in storage.list_names(META_DIR):
+            inst = Instant.parse(name)
+            if inst is not None:
+                found.append(inst)
+        return Timeline(tuple(sorted(found)))
+
+    @cached_property
+    def _by_time(self) -> dict[str, list[Instant]]:
+        out: dict[str, list[Instant]] = {}
+        for inst in self.instants:
+            out.setdefault(inst.timestamp, []).append(inst)
+        return out
+
+    def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
+        return [i for i in self.instants if i.is_completed and i.action in actions]
+
+    def completed_times(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> set[str]:
+        return {i.timestamp for i in self.completed(actions)}
+
+    def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
+        """The latest state of every instant that has no completed file, oldest first."""
+        out = []
+        for ts, states in sorted(self._by_time.items()):
+            if any(s.is_completed for s in states):
+                continue
+            latest = max(states, key=lambda s: (s.state == INFLIGHT, s.state == REQUESTED))
+            if actions is None or latest.action in actions:
+                out.append(latest)
+        return out
+
+    def latest_completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> Instant | None:
+        done = self.completed(actions)
+        return done[-1] if done else None
+
+    def last_instant_time(self) -> str | None:
+        return self.instants[-1].timestamp if self.instants else None
+
+    def earliest_write_instant_time(self) -> str | None:
+        """Smallest instant among write actions in any state: older files count as archived."""
+        times = [i.timestamp for i in self.instants if i.action in WRITE_ACTIONS]
+        return min(times) if times else None
+
+    def is_committed(self, ts: str) -> bool:
+        """Hudi's visibility rule (format doc §3.4): completed, or older than the timeline."""
+        if ts in self.completed_times():
+            return True
+        earliest = self.earliest_write_instant_time()
+        return earliest is None or ts < earliest
+
+    def states_of(self, ts: str) -> list[Instant]:
+        return list(self._by_time.get(ts, []))
+
+    def new_instant_time(self) -> str:
+        return next_instant_time(self.last_instant_time())
+
+
+class TimelineStore:
+    """Writes timeline files.  One per table path; stateless apart from the storage handle."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+
+    def path(self, instant: Instant) -> str:
+        return f"{META_DIR}/{instant.file_name}"
+
+    def create_requested(self, ts: str, action: str, content: bytes = b"") -> Instant:
+        """Start instant `ts`, unless another writer holds that time under any action.
+
+        Two writers of different actions (a write and a clustering) may pick the same
+        millisecond; their files would then share one instant time in their names, markers and
+        heartbeat, and undoing one would delete the other's files.  So after creating its file a
+        writer looks for another instant at that time, and gives way if it finds one (when both
+        look at once, both give way and retry: never both proceed)."""
+        inst = Instant(ts, action, REQUESTED)
+        mine = self.path(inst)
+        if not self.storage.create_if_absent(mine, content):
+            raise InstantTimeTaken(
+                f"Instant {ts} ({action}) already exists on the timeline of {self.storage.base_uri}."
+            )
+        prefix = f"{ts}."
+        if any(n.startswith(prefix) and n != inst.file_name for n in self.storage.list_names(META_DIR)):
+            self.storage.delete(mine)
+            raise InstantTimeTaken(f"Instant time {ts} is taken on the timeline of {self.storage.base_uri}.")
+        return inst
+
+    def create_requested_at_new_time(
+        self,
+        after: str | None,
+        action: str,
+        content: bytes = b"",
+        before: Callable[[str], None] | None = None,
+    ) -> Instant:
+        """Start an instant of `action` at a new time later than `after` (the latest instant the
+        caller saw); `before(ts)` runs first at each try (e.g. a heartbeat that must exist before
+        the instant appears)."""
+        ts = next_instant_time(after)
+        for _ in range(50):
+            if before is not None:
+                before(ts)
+            try:
+                return self.create_requested(ts, action, content)
+            except InstantTimeTaken:
+                ts = next_instant_time(ts)
+        raise HoodieTableError(
+            f"Could not start a {action} on {self.storage.base_uri}: 50 instant times in a row were taken "
+            "by other writers. Help: retry the write."
+        )
+
+    def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
+        inst = requested.with_state(INFLIGHT)
+        self.storage.write_atomic(self.path(inst), content)
+        return inst
+
+    def complete(self, inflight: Instant, content: bytes) -> Instant:
+        """The commit point: publish the completed file atomically.
+
+        A publish that raises may still have landed (a rename or PUT that succeeded but whose
+        answer was lost), so the outcome is read back: the exact content is there -> it landed,
+        return normally; certainly absent -> the error propagates (nothing landed: safe to abort);
+        cannot tell -> HoodieCommitStateUnknown, on which nobody may delete the write's files."""
+        done = inflight.with_state(COMPLETED)
+        path = self.path(done)
+        try:
+            self.storage.write_atomic(path, content)
+        except Exception as error:
+            try:
+                found = self.storage.read_bytes(path)
+            except FileNotFoundError:
+                raise error from None
+            except Exception as check_error:
+                raise _state_unknown(self.storage, done, error, check_error) from error
+            if found != content:
+                raise _state_unknown(
+                    self.storage, done, error, "its content differs from the commit's"
+                ) from error
+            log.warning("hoodie: publishing %s raised (%s) but the completed file is in place: committed",
+                        self.storage.full(path), error)  # fmt: skip
+        return done
+
+    def delete_pending(self, ts: str, action: str) -> None:
+        """Remove an instant's requested/inflight files: inflight first, requested last, so
+        that a crash midway still leaves the instant known as pending."""
+        for state in (INFLIGHT, REQUESTED):
+            self.storage.delete(self.path(Instant(ts, action, state)))
+
+    def read_json(self, instant: Instant) -> dict:
+        raw = self.storage.read_bytes(self.path(instant))
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except ValueError as e:
+            raise HoodieTableError(
+                f"Corrupt timeline file {self.storage.full(self.path(instant))}: {e}. "
+                "Help: the table's latest commit cannot be parsed; restore it from a backup."
+            ) from e
+
+
+def _state_unknown(storage: Storage, done: Instant, error: Exception, check) -> HoodieCommitStateUnknown:
+    return HoodieCommitStateUnknown(
+        f"Commit {done.timestamp} on {storage.base_uri} may or may not have landed: publishing "
+        f"{storage.full(f'{META_DIR}/{done.file_name}')} failed ({error}) and checking it failed too ({check}). "
+        "Its files are kept. Help: do not retry blindly; read the table's timeline once the storage "
+        "answers: if the completed file is there, the write is done; otherwise the next write rolls it back."
+    )

@@ -1,0 +1,34 @@
+"""Reading one base file into Arrow at a given schema (columns it lacks read as nulls)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.storage import Storage
+
+
+def read_base_file(
+    storage: Storage, rel_path: str, schema: pa.Schema, columns: list[str] | None = None
+) -> pa.Table:
+    target = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
+    try:
+        with storage.open_input_file(rel_path) as f:
+            pf = pq.ParquetFile(f)
+            present = [n for n in target.names if n in pf.schema_arrow.names]
+            table = pf.read(columns=present)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise HoodieTableError(f"Cannot read base file {storage.full(rel_path)}: {e}") from e
+    return conform(table, target)
+
+
+def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
+    cols = []
+    for f in target:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=target)

@@ -1,0 +1,261 @@
+"""Snapshot reads of copy-on-write tables: the latest committed base file of each file group.
+
+Each base file is read with pyarrow and conformed to the table schema (columns added since
+the file was written are null-filled, narrower types widened), as hudi-rs does.
+
+With `filters`, base files are first pruned by their Parquet column statistics
+(`hoodie_sink.table.read.data_skipping`), then the rows of the remaining files are filtered exactly.
+
+A snapshot can be pinned to a completion cutoff (`load_timeline(completed_by_ms=...)`): only the
+instants whose completed file existed by then count as completed.  Readers that resolve the
+snapshot in several processes (the Spark tasks of one query) derive the same instant from the
+same cutoff, whatever commits land while they run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import functools
+import json
+import logging
+import operator
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.read_config import parse_as_of_instant
+from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.format.fs_view import FileSystemView
+from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
+from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow
+from hoodie_sink.table.format.table_schema import latest_schema
+from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
+from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline
+from hoodie_sink.table.read.base_file import read_base_file
+from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
+from hoodie_sink.table.storage import Storage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Snapshot:
+    storage: Storage
+    table: TableConfig
+    timeline: Timeline
+    schema: pa.Schema  # meta columns + data columns
+    instant: str | None
+
+    @staticmethod
+    def open(
+        path: str, as_of: str | None = None, read_optimized: bool = False, timeline: Timeline | None = None
+    ) -> Snapshot:
+        """The latest snapshot of `timeline` (default: the table's timeline now), or the one
+        `as_of` names (any format `as.of.instant` accepts; instants <= it are visible)."""
+        as_of = parse_as_of_instant(as_of) if as_of else None
+        storage = Storage(path)
+        table = read_table_config(storage)
+        if table.table_type == MERGE_ON_READ and not read_optimized:
+            raise HoodieTableError(
+                f"The table at {path} is MERGE_ON_READ; merging its log files on read is not supported yet. "
+                "Help: read it with hudi-rs, or set option hoodie.datasource.query.type=read_optimized "
+                "(base files only)."
+            )
+        timeline = timeline if timeline is not None else Timeline.load(storage)
+        if as_of:
+            # Time travel: the timeline as it was at `as_of` (a replacecommit or schema change
+            # after it must not count, and neither must a commit still pending then).
+            timeline = Timeline(tuple(i for i in timeline.instants if i.timestamp <= as_of))
+        avro = latest_schema(storage, timeline, table)
+        if avro:
+            data = avro_to_arrow(json.loads(avro))
+        else:
+            data = pa.schema([])
+        meta = [pa.field(n, pa.string()) for n in META_COLUMNS]
+        schema = pa.schema(meta + [f for f in data if f.name not in META_COLUMNS])
+        latest = timeline.latest_completed()
+        instant = latest.timestamp if latest else None
+        if as_of and instant:
+            instant = min(as_of, instant)
+        return Snapshot(storage, table, timeline, schema, instant)
+
+    def base_files(self, partition_filter: Callable[[str], bool] | None = None) -> list[BaseFile]:
+        view = FileSystemView.load(self.storage, self.timeline)
+        return sorted(view.latest_base_files(self.instant, partition_filter))
+
+    def read_file(self, bf: BaseFile, columns: list[str] | None = None) -> pa.Table:
+        return read_base_file(self.storage, bf.path, self.schema, columns)
+
+    @property
+    def completed_writes(self) -> tuple[str, ...]:
+        """The completed write instants this snapshot stands on: two snapshots with the same
+        ones (and the same query instant) see the same files."""
+        return tuple(sorted(self.timeline.completed_times()))
+
+
+# A commit is visible to every reader once its completed file exists.  A reader pinned to a
+# cutoff C counts a commit whose completed file was written by C; if a commit is in flight while
+# a task lists the timeline within this margin of C, the task waits for the margin to pass, so
+# that a commit completing around C (the storage's and the driver's clocks may differ by a little)
+# is seen, or not, by all the tasks of the query alike.
+COMPLETION_CLOCK_MARGIN_MS = 1000
+
+
+def load_timeline(storage: Storage, completed_by_ms: int | None = None) -> Timeline:
+    """The timeline, as of a completion cutoff: a completed file written after `completed_by_ms`
+    (epoch ms, by its modification time) is left out, so its instant reads as still pending."""
+    if completed_by_ms is None:
+        return Timeline.load(storage)
+    found = []
+    for info in storage.list_dir(META_DIR):
+        inst = Instant.parse(info.base_name)
+        if inst is None:
+            continue
+        if inst.is_completed and info.mtime_ns is not None and info.mtime_ns // 1_000_000 > completed_by_ms:
+            continue
+        found.append(inst)
+    return Timeline(tuple(sorted(found)))
+
+
+def pinned_timeline(
+    storage: Storage,
+    completed_by_ms: int,
+    margin_ms: int = COMPLETION_CLOCK_MARGIN_MS,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Timeline:
+    """`load_timeline(storage, completed_by_ms)`, the same in every process that calls it with the
+    same cutoff: waits until `margin_ms` after the cutoff first if a write is in flight."""
+    timeline = load_timeline(storage, completed_by_ms)
+    wait_s = (completed_by_ms + margin_ms) / 1000 - clock()
+    if wait_s > 0 and timeline.pending(WRITE_ACTIONS):
+        sleep(wait_s)
+        timeline = load_timeline(storage, completed_by_ms)
+    return timeline
+
+
+def iter_snapshot(
+    path: str,
+    columns: list[str] | None = None,
+    partition_filter: Callable[[str], bool] | None = None,
+    as_of: str | None = None,
+    read_optimized: bool = False,
+    filters: Sequence[Predicate | Sequence] | None = None,
+) -> Iterator[pa.Table]:
+    """The snapshot one base file at a time.  `filters`: see `read_snapshot`."""
+    snap = Snapshot.open(path, as_of, read_optimized)
+    yield from _read_files(snap, columns, partition_filter, as_predicates(filters))
+
+
+def read_snapshot(
+    path: str,
+    columns: list[str] | None = None,
+    partition_filter: Callable[[str], bool] | None = None,
+    as_of: str | None = None,
+    read_optimized: bool = False,
+    filters: Sequence[Predicate | Sequence] | None = None,
+) -> pa.Table:
+    """The latest snapshot (as of `as_of`) of a copy-on-write table, or the base files of a
+    merge-on-read one with `read_optimized`.
+
+    `filters`: predicates that every returned row satisfies (AND), as `data_skipping.Predicate`s or
+    pyarrow-style tuples ``(column, op, value)`` with op one of ``= == < <= > >= in is_null
+    is_not_null starts_with``.  Base files whose Parquet statistics rule out every row are not
+    read; the rows of the others are filtered exactly with pyarrow, so comparisons never match a
+    null and NaN follows pyarrow (IEEE: NaN matches no comparison).
+    """
+    snap = Snapshot.open(path, as_of, read_optimized)
+    target = pa.schema([snap.schema.field(c) for c in columns]) if columns else snap.schema
+    tables = list(_read_files(snap, columns, partition_filter, as_predicates(filters)))
+    return pa.concat_tables(tables) if tables else target.empty_table()
+
+
+def _read_files(
+    snap: Snapshot,
+    columns: list[str] | None,
+    partition_filter: Callable[[str], bool] | None,
+    predicates: list[Predicate],
+) -> Iterator[pa.Table]:
+    files = snap.base_files(partition_filter)
+    if not predicates:
+        for bf in files:
+            yield snap.read_file(bf, columns)
+        return
+    row_filter = row_filter_expression(predicates, snap.schema)
+    # Filter columns outside the projection are read too, and dropped after filtering.
+    extra = (
+        []
+        if columns is None
+        else [c for c in dict.fromkeys(p.column for p in predicates) if c not in columns]
+    )
+    pruned = prune(snap.storage, files, predicates)
+    if pruned.skipped:
+        log.debug("data skipping: %d of %d base files skipped", pruned.skipped, pruned.considered)
+    for bf in pruned.files:
+        table = snap.read_file(bf, None if columns is None else columns + extra).filter(row_filter)
+        yield table.select(columns) if extra else table
+
+
+# ------------------------------------------------------------------------------- exact row filter
+
+
+def row_filter_expression(predicates: Sequence[Predicate], schema: pa.Schema) -> pc.Expression:
+    """The conjunction of `predicates` as a pyarrow expression over rows of `schema`."""
+    exprs = [_predicate_expression(p, _field(schema, p.column)) for p in predicates]
+    expr = functools.reduce(operator.and_, exprs)
+    try:  # type errors surface when the expression is bound: find them before reading any file
+        schema.empty_table().filter(expr)
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise HoodieTableError(f"Cannot apply filters {list(predicates)} to the table: {e}") from e
+    return expr
+
+
+def _field(schema: pa.Schema, name: str) -> pa.Field:
+    if schema.get_field_index(name) < 0:
+        raise HoodieTableError(
+            f"Filter on unknown column '{name}'; the table's columns: {', '.join(schema.names)}."
+        )
+    return schema.field(name)
+
+
+_COMPARE = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _predicate_expression(p: Predicate, f: pa.Field) -> pc.Expression:
+    col = pc.field(p.column)
+    if p.op == "is_null":
+        return col.is_null()  # NaN is not null
+    if p.op == "is_not_null":
+        return col.is_valid()
+    if p.op == "starts_with":
+        return pc.starts_with(col, pattern=p.value)
+    try:
+        if p.op == "in":
+            # Nulls dropped from the set, so that a null row matches nothing (SQL `IN`).
+            values = [_literal(v, f.type) for v in p.value if v is not None]
+            return col.isin(pa.array(values)) if values else pc.scalar(False)
+        return _COMPARE[p.op](col, pc.scalar(_literal(p.value, f.type)))
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise HoodieTableError(
+            f"Filter {p.column} {p.op} {p.value!r} does not apply to column type {f.type}: {e}"
+        ) from e
+
+
+def _literal(value, column_type: pa.DataType):
+    """`value` as pyarrow should see it next to a column of `column_type`.  pyarrow infers the
+    literal's type and casts for the comparison, except in two cases fixed here: timestamps with
+    and without time zone do not compare (naive values are UTC wall times, as in data skipping),
+    and an integer next to a decimal column needs to be a decimal."""
+    if isinstance(value, dt.datetime) and pa.types.is_timestamp(column_type):
+        if column_type.tz is not None and value.tzinfo is None:
+            return value.replace(tzinfo=dt.timezone.utc)
+        if column_type.tz is None and value.tzinfo is not None:
+            return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, int) and not isinstance(value, bool) and pa.types.is_decimal(column_type):
+        return decimal.Decimal(value)
+    return value

@@ -1,0 +1,111 @@
+"""What a write's tasks and its commit share: the write context, task identities and results.
+
+`begin` (coordinator.py) builds one WriteContext on the driver; it travels to every task by
+pickling.  Tasks return TaskResults, the commit messages the coordinator completes from.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieSchemaError
+from hoodie_sink.table.format.commit_metadata import WriteStat
+from hoodie_sink.table.format.file_group import BaseFile, write_token
+from hoodie_sink.table.format.keygen import KeyGenerator, keygen_config_of
+from hoodie_sink.table.format.properties import TableConfig
+from hoodie_sink.table.format.schema import cast_to_storage
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
+
+OPERATION_TYPES = {
+    "insert": "INSERT",
+    "bulk_insert": "BULK_INSERT",
+    "upsert": "UPSERT",
+    "delete": "DELETE",
+    "insert_overwrite": "INSERT_OVERWRITE",
+    "insert_overwrite_table": "INSERT_OVERWRITE_TABLE",
+    "append": "INSERT",  # Hudi has no APPEND operation type: Flink's append mode commits INSERT
+}
+KEYLESS_OPERATIONS = ("append",)  # may write without a record key field (generated keys)
+REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """What every task and the commit need to know about one write.  Picklable."""
+
+    config: WriteConfig
+    table: TableConfig
+    instant: str
+    action: str
+    avro_schema: str  # table schema without meta fields (commit extraMetadata.schema)
+    avro_with_meta: str  # parquet.avro.schema of our base files
+    data_schema: pa.Schema  # storage schema of the data columns, in table order
+    created_table: bool = False
+    started_at: float = field(default_factory=time.time)
+    # keyed operations (upsert, delete): the file groups as of the start of the write
+    base_files: tuple[BaseFile, ...] = ()
+    avg_record_size: int = 1024
+    # (partition, file id) -> instant of the pending clustering that will replace it
+    clustering: tuple[tuple[tuple[str, str], str], ...] = ()
+
+    @property
+    def clustering_file_groups(self) -> dict[tuple[str, str], str]:
+        return dict(self.clustering)
+
+    @property
+    def operation_type(self) -> str:
+        return OPERATION_TYPES[self.config.operation]
+
+    @property
+    def storage(self) -> Storage:
+        return Storage(self.config.path)
+
+
+@dataclass(frozen=True)
+class TaskIdentity:
+    partition_id: int = 0
+    stage_id: int = 0
+    task_attempt_id: int = 0
+    attempt_number: int = 0
+    only_task: bool = False  # the write's sole task (the engine API): nobody else can contend
+
+    @property
+    def token(self) -> str:
+        return write_token(self.partition_id, self.stage_id, self.task_attempt_id)
+
+
+@dataclass
+class TaskResult:
+    """The commit message of one task attempt."""
+
+    instant: str
+    partition_id: int
+    attempt_number: int
+    write_stats: list[WriteStat] = field(default_factory=list)
+    num_records: int = 0
+    duration_ms: int = 0
+
+
+def keygen_for(ctx: WriteContext) -> KeyGenerator:
+    return KeyGenerator(keygen_config_of(ctx.config))
+
+
+def parquet_settings(ctx: WriteContext) -> ParquetSettings:
+    return parquet_settings_of(ctx.config)
+
+
+def select_data(batch: pa.RecordBatch, schema: pa.Schema, fill_missing: bool = False) -> pa.RecordBatch:
+    """The data columns of `batch` in table order, cast to the storage types.  `fill_missing`
+    (hoodie.write.set.null.for.missing.columns) writes nulls for columns the batch lacks."""
+    missing = [n for n in schema.names if n not in batch.schema.names]
+    if missing and not fill_missing:
+        raise HoodieSchemaError(f"Input batch lacks column(s) {', '.join(missing)} of the write schema.")
+    cols = [batch.column(i) if (i := batch.schema.get_field_index(f.name)) >= 0 else pa.nulls(batch.num_rows, f.type)
+            for f in schema]  # fmt: skip
+    picked = pa.RecordBatch.from_arrays(cols, names=schema.names)
+    return cast_to_storage(picked, schema)

@@ -1,0 +1,353 @@
+"""The coordinator: start an instant, complete it atomically, or roll it back.
+
+One write = one instant.  `begin` runs before any data file exists (driver side): it opens or
+creates the table, rolls back what failed writers left, checks the input schema against the
+table and publishes `<t>.<action>.requested` and the inflight file.  Tasks then write files,
+each announced by a marker.  `complete` deletes files that no successful task attempt
+reported (failed or speculative attempts), then publishes the completed file: the commit
+point.  `abort` deletes everything the markers name, then the pending timeline files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import time
+
+import pyarrow as pa
+
+from hoodie_sink.config import KEYED_OPERATIONS, WriteConfig
+from hoodie_sink.errors import (
+    HoodieCommitError,
+    HoodieCommitStateUnknown,
+    HoodieConfigError,
+    HoodieKeyError,
+    HoodieSchemaError,
+    HoodieTableError,
+)
+from hoodie_sink.table.format.clustering_plan import file_groups_under_clustering
+from hoodie_sink.table.format.commit_metadata import (
+    SCHEMA_KEY,
+    CommitMetadata,
+    WriteStat,
+    inflight_workload_json,
+)
+from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile
+from hoodie_sink.table.format.fs_view import FileSystemView
+from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
+from hoodie_sink.table.format.keygen import check_key_columns, keygen_config_of
+from hoodie_sink.table.format.markers import delete_markers, list_marked_files
+from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
+from hoodie_sink.table.format.replace_metadata import encode_requested_replace
+from hoodie_sink.table.format.schema import (
+    META_COLUMNS,
+    arrow_to_avro,
+    avro_to_arrow,
+    check_compatible,
+    check_ordering_field,
+    storage_schema,
+    with_meta_fields,
+    with_missing_as_nulls,
+)
+from hoodie_sink.table.format.table_schema import latest_schema
+from hoodie_sink.table.format.timeline.instant import (
+    COMMIT,
+    COMPLETED,
+    DELTA_COMMIT,
+    INFLIGHT,
+    REPLACE_COMMIT,
+    REQUESTED,
+    Instant,
+)
+from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, TimelineStore
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write.conflicts import check_clustering_conflicts
+from hoodie_sink.table.write.context import (
+    KEYLESS_OPERATIONS,
+    OPERATION_TYPES,
+    REPLACE_OPERATIONS,
+    WriteContext,
+)
+from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes
+from hoodie_sink.table.write.table_setup import (
+    check_not_foreign,
+    create_table,
+    new_table_config,
+    resolve_with_table,
+    table_exists,
+)
+
+log = logging.getLogger(__name__)
+
+
+def resolve_operation(cfg: WriteConfig, overwrite: bool) -> WriteConfig:
+    """mode("overwrite") replaces the table's data (or the written partitions)."""
+    if not overwrite:
+        return cfg
+    if "operation" in cfg.explicit and cfg.operation == "insert_overwrite":
+        return cfg
+    return cfg.with_(operation="insert_overwrite_table")
+
+
+def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) -> WriteContext:
+    cfg = resolve_operation(cfg, overwrite)
+    storage = Storage(cfg.path)
+    exists = table_exists(storage)
+    if exists:
+        table = read_table_config(storage)
+        cfg = resolve_with_table(cfg, table)
+    else:
+        check_not_foreign(storage)
+        table = new_table_config(cfg)
+        cfg = cfg.with_(table_name=table.name, payload_class=table.payload_class)
+    # Everything that can refuse the options or the input is checked before anything is written.
+    _check_input_columns(cfg, input_schema)
+    data_schema = storage_schema(_without_meta(input_schema))
+    _check_options_against_input(cfg, input_schema, data_schema)
+    incoming = arrow_to_avro(data_schema, table.name)
+    if not exists:
+        if cfg.operation == "delete":
+            raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
+        create_table(storage, table)
+    timeline = Timeline.load(storage)
+    rollback_failed_writes(storage, timeline, config=cfg)
+    timeline = Timeline.load(storage)
+    existing = latest_schema(storage, timeline, table) if exists else None
+    if existing and cfg.operation == "delete":
+        # Deletes need only the key (and partition) columns: the table keeps its schema.
+        incoming = json.loads(existing)
+        data_schema = storage_schema(avro_to_arrow(incoming, force_nullable=True))
+    elif existing:
+        existing_avro = json.loads(existing)
+        if cfg.set_null_for_missing_columns:
+            data_schema = with_missing_as_nulls(data_schema, existing_avro)
+            incoming = arrow_to_avro(data_schema, table.name)
+        check_compatible(existing_avro, incoming)
+        data_schema = _table_order(data_schema, existing_avro)
+        incoming = arrow_to_avro(data_schema, table.name)
+
+    if cfg.operation in REPLACE_OPERATIONS:
+        action = REPLACE_COMMIT
+    else:
+        # Inserts into a merge-on-read table are new base files, published as a deltacommit.
+        action = DELTA_COMMIT if table.table_type == MERGE_ON_READ else COMMIT
+    store = TimelineStore(storage)
+    op_type = OPERATION_TYPES[cfg.operation]
+    # The first beat comes before the instant appears: a concurrent writer's rollback must never
+    # see this instant pending without a live heartbeat (it would take it for a crashed write).
+    requested = store.create_requested_at_new_time(
+        timeline.last_instant_time(),
+        action,
+        encode_requested_replace(op_type) if action == REPLACE_COMMIT else b"",
+        before=lambda ts: Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat(),
+    )
+    instant = requested.timestamp
+    store.transition_to_inflight(requested, inflight_workload_json(op_type))
+    base_files: tuple[BaseFile, ...] = ()
+    clustering: tuple = ()
+    avg_size = cfg.record_size_estimate
+    # insert packs small files, but not in a merge-on-read table: a file group there may have log
+    # files, which rewriting its base file would orphan (Hudi appends such inserts to the logs).
+    packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
+    if (cfg.operation in KEYED_OPERATIONS or packs) and existing:
+        base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
+        avg_size = _average_record_size(storage, timeline) or avg_size
+        clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))
+    ctx = WriteContext(
+        config=cfg,
+        base_files=base_files,
+        avg_record_size=avg_size,
+        clustering=clustering,
+        table=table,
+        instant=instant,
+        action=action,
+        avro_schema=json.dumps(incoming, separators=(",", ":")),
+        avro_with_meta=json.dumps(with_meta_fields(incoming), separators=(",", ":")),
+        data_schema=data_schema,
+        created_table=not exists,
+    )
+    log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, op_type)
+    return ctx
+
+
+def _average_record_size(storage: Storage, timeline: Timeline) -> int | None:
+    """Bytes per record on storage, from the latest commits (as Hudi sizes new file groups)."""
+    store = TimelineStore(storage)
+    for inst in reversed(timeline.completed()[-5:]):
+        totals = CommitMetadata.from_json(store.read_json(inst)).totals()
+        if totals["numWrites"] > 0 and totals["totalWriteBytes"] > 0:
+            return max(1, totals["totalWriteBytes"] // totals["numWrites"])
+    return None
+
+
+def _without_meta(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f for f in schema if f.name not in META_COLUMNS])
+
+
+def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
+    """Put incoming columns in the table's column order; new columns go last."""
+    order = [f["name"] for f in table_avro.get("fields", [])]
+    by_name = {f.name: f for f in schema}
+    fields = [by_name[n] for n in order if n in by_name] + [f for f in schema if f.name not in order]
+    return pa.schema(fields)
+
+
+def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
+    names = schema.names
+    checks = [("hoodie.datasource.write.recordkey.field", f) for f in cfg.record_key_fields]
+    if cfg.operation != "delete" or cfg.index_type == "bloom":
+        checks += [("hoodie.datasource.write.partitionpath.field", f) for f in cfg.partition_fields]
+    if cfg.precombine_field and cfg.operation != "delete":
+        checks.append(("hoodie.datasource.write.precombine.field", cfg.precombine_field))
+    for option, column in checks:
+        if column not in names:
+            raise HoodieKeyError(
+                f"Option '{option}' names column '{column}', which the input does not have. "
+                f"Input columns: {', '.join(names)}."
+            )
+    if not cfg.record_key_fields and cfg.operation not in KEYLESS_OPERATIONS:
+        raise HoodieKeyError(
+            f"No record key for the table at {cfg.path} (operation '{cfg.operation}'). Help: set option "
+            "'hoodie.datasource.write.recordkey.field' (alias 'primaryKey') to the key column(s); only the "
+            "append operation writes without one (keys are then generated)."
+        )
+    for f in schema:
+        if f.name.startswith("_hoodie_") and f.name not in (
+            "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+            "_hoodie_partition_path", "_hoodie_file_name", "_hoodie_is_deleted",
+        ):  # fmt: skip
+            raise HoodieSchemaError(f"Column '{f.name}' uses the reserved prefix '_hoodie_'.")
+
+
+def _check_options_against_input(cfg: WriteConfig, schema: pa.Schema, data_schema: pa.Schema) -> None:
+    """Option checks that need the input schema (or the table's settings), done here so
+    that no task fails on them after the instant has started."""
+    partitions_given = all(f in schema.names for f in cfg.partition_fields)
+    check_key_columns(keygen_config_of(cfg), schema, partitions=partitions_given)
+    if cfg.operation != "delete":
+        check_ordering_field(data_schema, cfg.precombine_field)
+    if cfg.index_type == "bucket" and cfg.bucket_hash_fields:
+        # Hudi hashes the hash fields' values parsed out of the record key (BucketIdentifier), and
+        # requires them to be record key fields
+        outside = [f for f in cfg.bucket_hash_fields if f not in cfg.record_key_fields]
+        if outside:
+            raise HoodieConfigError(
+                f"Option 'hoodie.bucket.index.hash.field' names {', '.join(outside)}, not record key field(s) "
+                f"({', '.join(cfg.record_key_fields)}). Help: hash a subset of the record key fields."
+            )
+    if cfg.clustering_sort_columns and cfg.operation != "delete":
+        missing = [
+            c for c in cfg.clustering_sort_columns if c not in data_schema.names and c not in META_COLUMNS
+        ]
+        if missing:
+            raise HoodieConfigError(
+                f"Option 'hoodie.clustering.plan.strategy.sort.columns' names {', '.join(missing)}, not columns "
+                f"of the input ({', '.join(data_schema.names)})."
+            )
+
+
+def complete(
+    ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
+) -> CommitMetadata:
+    """Finish the write: drop unreported files, then publish the commit atomically."""
+    storage = ctx.storage
+    check_clustering_conflicts(ctx, stats)
+    reported = {s.path for s in stats}
+    orphans = [p for p, _ in list_marked_files(storage, ctx.instant) if p not in reported]
+    if orphans:
+        log.info("hoodie: deleting %d files of failed task attempts of %s", len(orphans), ctx.instant)
+        delete_files(storage, orphans)
+
+    replaced = None
+    if ctx.config.operation in REPLACE_OPERATIONS:
+        replaced = _replaced_file_ids(storage, ctx, stats)
+    extra = {SCHEMA_KEY: ctx.avro_schema}
+    extra.update(dict(ctx.config.commit_extra))
+    extra.update(extra_metadata or {})
+    md = CommitMetadata(
+        operation_type=ctx.operation_type,
+        write_stats=stats,
+        extra_metadata=extra,
+        partition_to_replace_file_ids=replaced,
+    )
+    inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
+    try:
+        TimelineStore(storage).complete(inflight, md.to_bytes())
+    except HoodieCommitStateUnknown:
+        raise  # maybe landed: the caller must not abort
+    except Exception as e:
+        raise HoodieCommitError(f"Could not publish commit {ctx.instant} on {storage.base_uri}: {e}") from e
+    delete_markers(storage, ctx.instant)
+    stop_heartbeat(storage, ctx.instant)
+    log.info("hoodie: committed %s %s on %s: %s", ctx.action, ctx.instant, ctx.config.path, md.totals())
+    return md
+
+
+def _replaced_file_ids(storage: Storage, ctx: WriteContext, stats: list[WriteStat]) -> dict[str, list[str]]:
+    written = {s.partition_path for s in stats}
+    new_ids = {(s.partition_path, s.file_id) for s in stats}
+    view = FileSystemView.load(storage)
+    if ctx.config.operation == "insert_overwrite_table":
+        groups = view.file_groups()
+    else:
+        groups = view.file_groups(partition_filter=lambda p: p in written)
+    out: dict[str, list[str]] = {}
+    for fg in groups:
+        if (fg.partition_path, fg.file_id) not in new_ids:
+            out.setdefault(fg.partition_path, []).append(fg.file_id)
+    return {p: sorted(ids) for p, ids in out.items()}
+
+
+def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: float = 10.0) -> None:
+    """Undo the write: its files, its markers, its timeline files (and a table it created).
+
+    Spark calls abort while cancelled tasks may still be running.  Removing the inflight file
+    first tells them to stop (InstantGuard); files keep appearing for a moment, so the marker
+    listing is swept until it has been quiet for `settle_seconds`.  The requested file goes
+    last: while it exists, any straggler's file stays invisible to readers.
+
+    A write whose completed file exists has landed, whatever error its commit raised: abort
+    then deletes nothing (if even that cannot be checked, the storage error propagates and
+    nothing is deleted either; the next writer's rollback decides once the storage answers).
+    """
+    storage = ctx.storage
+    store = TimelineStore(storage)
+    if storage.exists(store.path(Instant(ctx.instant, ctx.action, COMPLETED))):
+        log.warning(
+            "hoodie: not aborting %s %s on %s: its commit landed", ctx.action, ctx.instant, ctx.config.path
+        )
+        return
+    storage.delete(store.path(Instant(ctx.instant, ctx.action, INFLIGHT)))
+    deleted: set[str] = set()
+    quiet_since = time.monotonic()
+    deadline = quiet_since + max_wait_seconds
+    while True:
+        files = [p for p, _ in list_marked_files(storage, ctx.instant) if p not in deleted]
+        if files:
+            delete_files(storage, files)
+            deleted.update(files)
+            quiet_since = time.monotonic()
+        now = time.monotonic()
+        if now - quiet_since >= settle_seconds or now >= deadline:
+            break
+        time.sleep(0.2)
+    delete_markers(storage, ctx.instant)
+    store.delete_pending(ctx.instant, ctx.action)
+    stop_heartbeat(storage, ctx.instant)
+    if ctx.created_table and not Timeline.load(storage).instants:
+        leftovers = [
+            p for p in storage.walk_files("")
+            if not p.startswith(META_DIR + "/") and posixpath.basename(p) != PARTITION_METAFILE
+        ]  # fmt: skip
+        storage.delete_dir("" if not leftovers else META_DIR)  # the table this write created
+    log.info(
+        "hoodie: aborted %s %s on %s (%d files deleted)",
+        ctx.action,
+        ctx.instant,
+        ctx.config.path,
+        len(deleted),
+    )
+
+
+__all__ = ["REQUESTED", "WriteContext", "abort", "begin", "complete"]

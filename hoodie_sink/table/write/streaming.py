@@ -1,0 +1,151 @@
+"""Exactly-once streaming writes: one instant per micro-batch, checkpoints in the commit.
+
+Spark builds a stream writer twice per micro-batch, in two processes, and tells neither the
+batch id: only the tasks (local property) and the commit hook (argument) know it.  So the
+instant of a micro-batch is begun lazily by the first task that has rows, once per (batch,
+query run): it takes a lock file, re-checks that no context exists yet and the checkpoint, runs
+the coordinator's `begin` (which also rolls back whatever a crashed run left, once its heartbeat
+has expired) and publishes the write context; the other tasks of the batch load it.  A batch
+with no rows begins nothing and commits nothing.
+
+The checkpoint is Hudi's `_hudi_streaming_sink_checkpoint` in the commit's extraMetadata: a JSON
+map identifier -> batch id, written atomically with the data it describes.  A replayed batch
+(same id, after a crash between our commit and Spark's) finds its id already committed and
+writes nothing; tasks check before writing and the commit checks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import pickle
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieCommitError
+from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.format.properties import PROPERTIES_FILE
+from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write import coordinator
+from hoodie_sink.table.write.context import WriteContext
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
+STREAMING_DIR = ".hoodie/.temp/streaming"
+LOCK_TIMEOUT_S = 300.0
+
+
+def default_identifier(options: dict[str, str]) -> str:
+    """A writer identity stable across restarts from the same checkpoint location."""
+    loc = options.get("checkpointlocation") or options.get("queryname") or "default"
+    return "hoodie-" + hashlib.sha1(loc.rstrip("/").encode("utf-8")).hexdigest()[:12]
+
+
+def committed_checkpoints(storage: Storage, timeline: Timeline | None = None) -> dict[str, str]:
+    """The newest checkpoint map on the timeline ({} if none)."""
+    if not storage.exists(PROPERTIES_FILE):
+        return {}
+    timeline = timeline or Timeline.load(storage)
+    store = TimelineStore(storage)
+    for inst in reversed(timeline.completed()):
+        raw = CommitMetadata.from_json(store.read_json(inst)).extra_metadata.get(CHECKPOINT_KEY)
+        if raw:
+            try:
+                return {str(k): str(v) for k, v in json.loads(raw).items()}
+            except ValueError:
+                continue
+    return {}
+
+
+def is_committed(storage: Storage, identifier: str, batch_id: int) -> bool:
+    last = committed_checkpoints(storage).get(identifier)
+    return last is not None and last.lstrip("-").isdigit() and int(last) >= batch_id
+
+
+def checkpoint_metadata(storage: Storage, identifier: str, batch_id: int) -> dict[str, str]:
+    """extraMetadata entries for a commit of `batch_id`: other writers' entries carried forward."""
+    cps = committed_checkpoints(storage)
+    cps[identifier] = str(batch_id)
+    return {CHECKPOINT_KEY: json.dumps(cps, sort_keys=True)}
+
+
+@dataclass(frozen=True)
+class BatchRef:
+    identifier: str
+    batch_id: int
+    run_id: str
+
+    @property
+    def ctx_path(self) -> str:
+        return f"{STREAMING_DIR}/{self.identifier}/{self.batch_id}-{self.run_id}.ctx"
+
+    @property
+    def lock_path(self) -> str:
+        return f"{STREAMING_DIR}/{self.identifier}/{self.batch_id}-{self.run_id}.lock"
+
+
+def load_context(storage: Storage, ref: BatchRef) -> WriteContext | None:
+    try:
+        return pickle.loads(storage.read_bytes(ref.ctx_path))
+    except FileNotFoundError:
+        return None
+
+
+def begin_batch(
+    cfg: WriteConfig, schema: pa.Schema, ref: BatchRef, overwrite: bool = False
+) -> WriteContext | None:
+    """The batch's write context, begun by whichever task comes first.  None: already committed.
+
+    Double-checked: a task that found no context may win the lock just after the first task
+    published the context and released the lock; it must find that context, not begin a second
+    instant (whose `begin` would roll back the first one while its tasks write).  The context is
+    published create-if-absent, so even two begins (a lock stolen from a slow task) agree on one
+    instant: the loser aborts its own."""
+    storage = Storage(cfg.path)
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    while True:
+        ctx = load_context(storage, ref)
+        if ctx is not None:
+            return ctx
+        if storage.create_if_absent(ref.lock_path, str(time.time()).encode()):
+            try:
+                ctx = load_context(storage, ref)
+                if ctx is not None:
+                    return ctx
+                if is_committed(storage, ref.identifier, ref.batch_id):
+                    return None
+                ctx = coordinator.begin(cfg, schema, overwrite=overwrite)
+                if storage.create_if_absent(ref.ctx_path, pickle.dumps(ctx)):
+                    return ctx
+                coordinator.abort(ctx, settle_seconds=0)  # nothing written under it yet
+                continue
+            finally:
+                storage.delete(ref.lock_path)
+        _steal_stale_lock(storage, ref.lock_path)
+        if time.monotonic() > deadline:
+            raise HoodieCommitError(
+                f"Timed out waiting for the instant of micro-batch {ref.batch_id} on {cfg.path} "
+                f"(lock {storage.full(ref.lock_path)}). Help: delete the lock file if its writer is gone."
+            )
+        time.sleep(0.1)
+
+
+def _steal_stale_lock(storage: Storage, lock: str, stale_after_s: float = 60.0) -> None:
+    """A task that died while beginning the batch leaves its lock: take it over when stale."""
+    try:
+        taken = float(storage.read_text(lock) or 0)
+    except (FileNotFoundError, ValueError):
+        return
+    if time.time() - taken > stale_after_s:
+        storage.delete(lock)
+
+
+def forget_batch(storage: Storage, ref: BatchRef) -> None:
+    storage.delete(ref.ctx_path)
+    storage.delete(ref.lock_path)

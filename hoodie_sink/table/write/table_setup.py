@@ -1,0 +1,236 @@
+"""Opening and creating a table, and resolving a write's options against the table's settings.
+
+Table-level settings live in hoodie.properties.  A write may leave them unset (they are then
+taken from the table) but may not contradict them: another record key, say, would silently
+break every key-based operation later.
+"""
+
+from __future__ import annotations
+
+import pyarrow.fs as pafs
+
+from hoodie_sink.config import (
+    CLASS_BY_KEYGEN,
+    DEFAULT_PAYLOAD,
+    KEYED_OPERATIONS,
+    KEYGEN_BY_CLASS,
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    SUPPORTED_PAYLOADS,
+    WriteConfig,
+)
+from hoodie_sink.errors import HoodieConfigError, HoodieTableError
+from hoodie_sink.table.format.markers import TEMP_DIR
+from hoodie_sink.table.format.properties import (
+    COPY_ON_WRITE,
+    MERGE_ON_READ,
+    PROPERTIES_FILE,
+    TableConfig,
+    write_table_config,
+)
+from hoodie_sink.table.format.timeline.timeline import META_DIR
+from hoodie_sink.table.storage import Storage
+
+_TABLE_TYPES = {"copy_on_write": COPY_ON_WRITE, "merge_on_read": MERGE_ON_READ}
+
+
+# hoodie.compaction.record.merger.strategy ids (Hudi 0.14/0.15), used by readers when a table
+# names no payload class (format doc §6.7 step 2).
+_EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+_COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+K_MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
+
+
+def table_exists(storage: Storage) -> bool:
+    return storage.exists(PROPERTIES_FILE)
+
+
+def check_not_foreign(storage: Storage) -> None:
+    """Refuse to create a Hudi table in a folder that already holds other data (plain Parquet,
+    a Delta or Iceberg table, ...): `.hoodie/` beside those files would leave the folder readable
+    neither as what it was nor as a Hudi table.  A missing or empty folder is fine, and so are
+    hidden and bookkeeping entries ('.'/'_' names such as `_SUCCESS` or a `.hoodie/` that a
+    crashed create left without hoodie.properties), except Delta's `_delta_log/`."""
+    info = storage.fs.get_file_info(storage.root)
+    if info.type == pafs.FileType.NotFound:
+        return
+    if info.type != pafs.FileType.Directory:
+        raise HoodieTableError(
+            f"The table path {storage.base_uri} is a file, not a folder. Nothing was written. "
+            "Help: write to a new folder."
+        )
+    found = sorted(
+        (e.base_name + ("/" if e.type == pafs.FileType.Directory else "") for e in storage.list_dir("")
+         if e.base_name == "_delta_log" or not e.base_name.startswith((".", "_"))),
+    )  # fmt: skip
+    if not found:
+        return
+    names = {f.rstrip("/") for f in found}
+    if "_delta_log" in names:
+        kind = "a Delta Lake table (_delta_log/)"
+    elif "metadata" in names and any(n.endswith(".metadata.json") for n in storage.list_names("metadata")):
+        kind = "an Apache Iceberg table (metadata/*.metadata.json)"
+    elif any(f.endswith(".parquet") for f in found) or any(
+        n.endswith(".parquet")
+        for d in found[:5]
+        if d.endswith("/")
+        for n in storage.list_names(d.rstrip("/"))
+    ):  # Parquet files, or partition folders of them (looked into a few, not the whole tree)
+        kind = "Parquet files"
+    else:
+        kind = "other files or folders"
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    raise HoodieTableError(
+        f"The folder {storage.base_uri} is not a Hudi table (no {PROPERTIES_FILE}) but holds {kind}: "
+        f"{shown}. Writing a Hudi table there would leave the folder unreadable; nothing was written. "
+        "Help: write to an empty or new folder, or to an existing Hudi table."
+    )
+
+
+def default_payload(precombine_field: str | None) -> str:
+    """The payload class of a new table when the write names none: what our merge has always
+    done and what readers infer from a precombine field (format doc §6.7): with one, the higher
+    ordering value wins, also against the stored record (event time); without one, the latest
+    write wins (commit time)."""
+    return DEFAULT_PAYLOAD if precombine_field else OVERWRITE_WITH_LATEST_PAYLOAD
+
+
+def _table_payload(table: TableConfig) -> str | None:
+    """The payload class that decides the table's merge semantics, inferred as readers do
+    (§6.7): the payload class, else the merge strategy id; None if neither says."""
+    if table.payload_class:
+        return table.payload_class
+    strategy = table.extra.get(K_MERGER_STRATEGY)
+    if strategy == _EVENT_TIME_STRATEGY:
+        return DEFAULT_PAYLOAD
+    if strategy == _COMMIT_TIME_STRATEGY:
+        return OVERWRITE_WITH_LATEST_PAYLOAD
+    return None
+
+
+def new_table_config(cfg: WriteConfig) -> TableConfig:
+    if cfg.table_type != "copy_on_write":
+        raise HoodieConfigError(
+            "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ': creating merge-on-read tables is "
+            "not supported yet (inserts into existing ones are). Help: use COPY_ON_WRITE."
+        )
+    keygen = cfg.resolved_keygen
+    return TableConfig(
+        name=cfg.table_name or cfg.default_table_name(),
+        table_type=_TABLE_TYPES[cfg.table_type],
+        record_key_fields=cfg.record_key_fields,
+        partition_fields=cfg.partition_fields if keygen != "non_partition" else (),
+        precombine_field=cfg.precombine_field,
+        keygen_class=CLASS_BY_KEYGEN[keygen],
+        hive_style=cfg.hive_style,
+        url_encode=cfg.url_encode,
+        database=cfg.database or "default",
+        # written so that Java writers and hudi-rs infer the merge semantics this write applies
+        payload_class=cfg.payload_class or default_payload(cfg.precombine_field),
+        extra=_timestamp_keygen_props(cfg) if keygen == "timestamp" else {},
+    )
+
+
+def _timestamp_keygen_props(cfg: WriteConfig) -> dict[str, str]:
+    out = {}
+    if cfg.ts_type:
+        out["hoodie.keygen.timebased.timestamp.type"] = cfg.ts_type.upper()
+    if cfg.ts_input_format:
+        out["hoodie.keygen.timebased.input.dateformat"] = cfg.ts_input_format
+    if cfg.ts_output_format:
+        out["hoodie.keygen.timebased.output.dateformat"] = cfg.ts_output_format
+    if cfg.ts_timezone:
+        out["hoodie.keygen.timebased.timezone"] = cfg.ts_timezone
+    return out
+
+
+def create_table(storage: Storage, table: TableConfig) -> None:
+    for d in (META_DIR, TEMP_DIR, f"{META_DIR}/.aux/.bootstrap/.partitions",
+              f"{META_DIR}/.aux/.bootstrap/.fileids", f"{META_DIR}/.schema", f"{META_DIR}/archived"):  # fmt: skip
+        storage.mkdirs(d)
+    write_table_config(storage, table)
+
+
+def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
+    """Fill unset table-level options from the table; refuse contradictions."""
+
+    def conflict(option: str, given, stored) -> HoodieConfigError:
+        return HoodieConfigError(
+            f"Option '{option}'='{given}' contradicts the table at {cfg.path}, whose hoodie.properties "
+            f"says '{stored}'. Help: drop the option (the table's setting is used) or write to a new path."
+        )
+
+    ex = cfg.explicit
+    if (
+        "record_key_fields" in ex
+        and table.record_key_fields
+        and cfg.record_key_fields != table.record_key_fields
+    ):
+        raise conflict("hoodie.datasource.write.recordkey.field", ",".join(cfg.record_key_fields),
+                       ",".join(table.record_key_fields))  # fmt: skip
+    if "partition_fields" in ex and cfg.partition_fields != table.partition_fields:
+        raise conflict("hoodie.datasource.write.partitionpath.field", ",".join(cfg.partition_fields),
+                       ",".join(table.partition_fields))  # fmt: skip
+    if "precombine_field" in ex and table.precombine_field and cfg.precombine_field != table.precombine_field:
+        raise conflict(
+            "hoodie.datasource.write.precombine.field", cfg.precombine_field, table.precombine_field
+        )
+    if "table_type" in ex and _TABLE_TYPES[cfg.table_type] != table.table_type:
+        raise conflict("hoodie.datasource.write.table.type", cfg.table_type.upper(), table.table_type)
+    if "table_name" in ex and cfg.table_name != table.name:
+        raise conflict("hoodie.table.name", cfg.table_name, table.name)
+    if "hive_style" in ex and cfg.hive_style != table.hive_style:
+        raise conflict("hoodie.datasource.write.hive_style_partitioning", cfg.hive_style, table.hive_style)
+    if "url_encode" in ex and cfg.url_encode != table.url_encode:
+        raise conflict("hoodie.datasource.write.partitionpath.urlencode", cfg.url_encode, table.url_encode)
+    stored_keygen = _table_keygen(table)
+    if ("keygen_type" in ex or "keygen_class" in ex) and cfg.resolved_keygen != stored_keygen:
+        raise conflict("hoodie.datasource.write.keygenerator.type", cfg.resolved_keygen.upper(),
+                       table.keygen_class or stored_keygen)  # fmt: skip
+    if table.table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
+        raise HoodieConfigError(f"The table at {cfg.path} has an unknown type '{table.table_type}'.")
+    payload = _table_payload(table)
+    if "payload_class" in ex and payload and cfg.payload_class != payload:
+        raise conflict("hoodie.datasource.write.payload.class", cfg.payload_class, payload)
+    # A table that names no merge semantics (Hudi 0.14 COW tables, ours before 0.1.1) is merged
+    # as readers infer it from the precombine field, unless the write names a payload class.
+    payload = payload or cfg.payload_class or default_payload(table.precombine_field or cfg.precombine_field)
+    if payload not in SUPPORTED_PAYLOADS and cfg.operation in KEYED_OPERATIONS:
+        raise HoodieConfigError(
+            f"The table at {cfg.path} merges records with payload class '{payload}' (hoodie.properties), "
+            f"which hoodie_sink does not implement; operation '{cfg.operation}' merges with stored records "
+            f"and is refused. Supported payload classes: {', '.join(SUPPORTED_PAYLOADS)}. Help: insert, "
+            "bulk_insert and append do not merge and are allowed."
+        )
+    ts = {
+        "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").lower() or None,
+        "ts_input_format": table.extra.get("hoodie.keygen.timebased.input.dateformat"),
+        "ts_output_format": table.extra.get("hoodie.keygen.timebased.output.dateformat"),
+        "ts_timezone": table.extra.get("hoodie.keygen.timebased.timezone"),
+    }
+    return cfg.with_(
+        table_name=table.name,
+        table_type="merge_on_read" if table.table_type == MERGE_ON_READ else "copy_on_write",
+        record_key_fields=table.record_key_fields or cfg.record_key_fields,
+        partition_fields=table.partition_fields,
+        precombine_field=table.precombine_field or cfg.precombine_field,
+        hive_style=table.hive_style,
+        url_encode=table.url_encode,
+        keygen_type=stored_keygen,
+        keygen_class=None,
+        payload_class=payload,
+        **{k: getattr(cfg, k) or v for k, v in ts.items()},
+    )
+
+
+def _table_keygen(table: TableConfig) -> str:
+    if table.keygen_class:
+        found = KEYGEN_BY_CLASS.get(table.keygen_class.lower())
+        if found is None:
+            raise HoodieConfigError(
+                f"The table's key generator '{table.keygen_class}' is not supported; supported: "
+                f"{', '.join(CLASS_BY_KEYGEN.values())}."
+            )
+        return found
+    if not table.partition_fields:
+        return "non_partition"
+    return "complex" if len(table.record_key_fields) > 1 or len(table.partition_fields) > 1 else "simple"

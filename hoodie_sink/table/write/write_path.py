@@ -1,0 +1,98 @@
+"""Which task writer and which commit steps an operation uses (shared by Spark and the client).
+
+Both ends keep the write's heartbeat (services/heartbeat.py) while they work: a task beats while
+it writes, the commit while it merges at commit and publishes.  The commit reports what the write did
+in one place for every writer (engine API, Spark batch, each micro-batch): one INFO line on the
+driver side and `hoodie.sink.write.report` in the commit's extraMetadata.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.format.heartbeat import Heartbeat
+from hoodie_sink.table.write import coordinator
+from hoodie_sink.table.write.append_task import AppendTask
+from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask
+from hoodie_sink.table.write.commit_merge import merge_at_commit
+from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext
+from hoodie_sink.table.write.upsert_task import UpsertTask
+
+log = logging.getLogger(__name__)
+
+# Operations that go through the bucket assigner (index, small files, claims).
+ASSIGNED_OPERATIONS = ("upsert", "delete", "insert")
+REPORT_KEY = "hoodie.sink.write.report"  # extraMetadata: what the commit's write stats do not say
+
+
+def _heartbeat(ctx: WriteContext) -> Heartbeat:
+    # owner=False: other tasks may still work on the instant; the commit or abort ends the heartbeat
+    return Heartbeat(ctx.storage, ctx.instant, ctx.config.heartbeat_interval_ms / 1000, owner=False)
+
+
+def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.RecordBatch]) -> TaskResult:
+    with _heartbeat(ctx):
+        if ctx.config.operation in ASSIGNED_OPERATIONS:
+            return UpsertTask(ctx, task).write(batches)
+        if ctx.config.operation == "append":
+            return AppendTask(ctx, task).write(batches)
+        return BulkInsertTask(ctx, task).write(batches)
+
+
+def complete(
+    ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None = None, label: str = "write"
+) -> CommitMetadata:
+    """Merge what the tasks could not settle alone, publish the commit, report it.
+
+    `label` names the write in the report line (e.g. "micro-batch 7")."""
+    started = time.monotonic()
+    with _heartbeat(ctx):
+        metadata = _merge_and_commit(ctx, results, extra)
+    log.info("%s", write_report(label, ctx, metadata, time.monotonic() - started))
+    return metadata
+
+
+def write_report(label: str, ctx: WriteContext, md: CommitMetadata, commit_s: float) -> str:
+    """The one-line account of a commit, the same for batch writes and micro-batches: the whole
+    write's seconds (from begin) and those of its commit step (merge at commit + publish)."""
+    t = md.totals()
+    report = json.loads(md.extra_metadata.get(REPORT_KEY, "{}"))
+    return (
+        f"hoodie: {label} -> {ctx.action} {ctx.instant} on {ctx.config.path}: {report.get('rowsIn', 0)} rows in, "
+        f"{t['numInserts']} inserted, {t['numUpdateWrites']} updated, {t['numDeletes']} deleted, "
+        f"{t['numFiles']} files, {t['totalWriteBytes'] / 1e6:.1f} MB, {time.time() - ctx.started_at:.2f}s "
+        f"(commit {commit_s:.2f}s)"
+    )
+
+
+def _merge_and_commit(
+    ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None
+) -> CommitMetadata:
+    extra = dict(extra or {})
+    if ctx.config.operation in ASSIGNED_OPERATIONS:
+        rec = merge_at_commit(ctx, results)
+        stats = rec.stats
+        counts = {
+            "contendedFileGroups": rec.merged_file_groups,
+            "stagedRecords": rec.staged_rows,
+            "duplicateInsertsRemoved": rec.duplicate_inserts,
+            "deletesOfMissingKeys": rec.missing_deletes,
+        }
+        extra["hoodie.sink.write.stats"] = json.dumps(counts)
+    else:
+        stats = [s for r in results for s in r.write_stats]
+    # rows the tasks received (inserted/updated/deleted/files/bytes are in the write stats) and
+    # the time from begin to the commit point
+    extra[REPORT_KEY] = json.dumps(
+        {
+            "rowsIn": sum(r.num_records for r in results),
+            "durationMs": int((time.time() - ctx.started_at) * 1000),
+        }
+    )
+    return coordinator.complete(ctx, stats, extra)

@@ -1,0 +1,131 @@
+"""The package's shape, checked: no import circle, the engine never imports Spark, and the
+folders of `hoodie_sink/table/` depend on each other in one direction only:
+
+    storage, lru_cache, arrow_util  <-  format  <-  index  <-  read  <-  write  <-  services  <-  client
+
+(`config` and `errors`, outside `table/`, may be used by all of them.)  Imports are read from
+the source with `ast`, function-level ones included, so a late import cannot hide a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "hoodie_sink"
+
+# layer of each room of table/; a module may import its own layer and lower ones
+LAYERS = {
+    "storage": 0, "lru_cache": 0, "arrow_util": 0,
+    "format": 1, "index": 2, "read": 3, "write": 4, "services": 5, "client": 6,
+}  # fmt: skip
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports() -> dict[str, list[tuple[str, int, bool]]]:
+    """module -> [(imported module, line, at module level)] for every import in hoodie_sink."""
+    out: dict[str, list[tuple[str, int, bool]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        top = {id(n) for n in tree.body}
+        found = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found += [(a.name, node.lineno, id(node) in top) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.append((node.module, node.lineno, id(node) in top))
+                # `from pkg import module` imports the module too
+                found += [(f"{node.module}.{a.name}", node.lineno, id(node) in top) for a in node.names]
+        out[name] = found
+    return out
+
+
+IMPORTS = _imports()
+MODULES = set(IMPORTS)
+
+
+def _internal(target: str) -> str | None:
+    return target if target in MODULES else None
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] != ["hoodie_sink", "table"] or len(parts) < 3:
+        return None
+    return LAYERS[parts[2]]
+
+
+def test_every_room_of_table_has_a_layer():
+    rooms = {m.split(".")[2] for m in MODULES if m.startswith("hoodie_sink.table.")}
+    assert rooms <= set(LAYERS), f"new folder/module in table/ without a layer: {rooms - set(LAYERS)}"
+
+
+def test_no_import_circle():
+    graph = {m: {t for t, _, _ in IMPORTS[m] if _internal(t) and t != m} for m in MODULES}
+    # a package's __init__ is imported with any of its modules: ignore edges into empty inits
+    graph = {m: {t for t in ts if (PACKAGE.parent / t.replace(".", "/") / "__init__.py").exists() is False
+                 or (PACKAGE.parent / t.replace(".", "/") / "__init__.py").stat().st_size > 0}
+             for m, ts in graph.items()}  # fmt: skip
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                cycle = stack[stack.index(t) :] + [t]
+                pytest.fail("import circle: " + " -> ".join(cycle))
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_the_engine_never_imports_spark():
+    bad = [(m, t, line) for m, imps in IMPORTS.items() if m.startswith("hoodie_sink.table")
+           for t, line, _ in imps if t.split(".")[0] in ("pyspark", "py4j")]  # fmt: skip
+    assert not bad, f"hoodie_sink.table imports Spark: {bad}"
+
+
+def test_table_folders_depend_downwards_only():
+    bad = []
+    for m, imps in IMPORTS.items():
+        own = _layer(m)
+        if own is None:
+            continue
+        for t, line, _ in imps:
+            if _internal(t) and (theirs := _layer(t)) is not None and theirs > own:
+                bad.append(f"{m}:{line} imports {t}")
+    assert not bad, "an upward import in hoodie_sink/table (see the layers above):\n" + "\n".join(
+        sorted(set(bad))
+    )
+
+
+def test_format_imports_nothing_of_the_write_read_or_service_paths():
+    bad = [f"{m}:{line} imports {t}" for m, imps in IMPORTS.items() if m.startswith("hoodie_sink.table.format")
+           for t, line, _ in imps
+           if t.startswith(("hoodie_sink.table.write", "hoodie_sink.table.read", "hoodie_sink.table.services",
+                            "hoodie_sink.table.index", "hoodie_sink.table.client", "hoodie_sink.datasource"))]  # fmt: skip
+    assert not bad, "\n".join(bad)
+
+
+def test_no_late_imports_in_the_engine():
+    """A function-level import of our own code in table/ is how a circle hides: not allowed."""
+    bad = [f"{m}:{line} imports {t} inside a function" for m, imps in IMPORTS.items()
+           if m.startswith("hoodie_sink.table") for t, line, top in imps if not top and t.startswith("hoodie_sink")]  # fmt: skip
+    assert not bad, "\n".join(bad)

@@ -244,33 +244,9 @@ def _execute(
 ) -> ClusteringResult:
     started = time.monotonic()
     store = TimelineStore(storage)
-    timeline = Timeline.load(storage)
     requested = Instant(instant, REPLACE_COMMIT, REQUESTED)
-    plan = clustering_plan(storage, requested)
-    if plan is None:
-        raise HoodieTableError(f"Instant {instant} on {storage.base_uri} is not a pending clustering.")
-    groups, params, preserve = from_avro_plan(plan, storage.base_uri)
-    table = read_table_config(storage)
-    avro = latest_schema(storage, timeline, table)
-    if avro is None:
-        raise HoodieTableError(f"The table at {storage.base_uri} has no schema yet: nothing to cluster.")
-    avro_json = json.loads(avro)
-
-    sort_cols = tuple(
-        c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c
-    )
-    job = ClusteringJob(
-        path=cfg.path,
-        instant=instant,
-        data_schema=storage_schema(avro_to_arrow(avro_json)),
-        avro_with_meta=json.dumps(with_meta_fields(avro_json), separators=(",", ":")),
-        settings=parquet_settings_of(cfg.with_(max_file_size=int(params.get(
-            "hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.clustering_target_file_bytes)))),
-        sort_columns=sort_cols,
-        layout=params.get("hoodie.layout.optimize.strategy", cfg.layout_strategy),
-        preserve_metadata=preserve,
-    )  # fmt: skip
-    inflight = Instant(instant, REPLACE_COMMIT, INFLIGHT)
+    job, groups, avro = _job_of_plan(storage, cfg, requested)
+    inflight = requested.with_state(INFLIGHT)
     if not storage.exists(store.path(inflight)):
         store.transition_to_inflight(requested, b"")
     per_group = (runner or local_runner(cfg.merge_threads))(job, groups)
@@ -278,25 +254,12 @@ def _execute(
     reported = {s.path for s in stats}
     orphans = [p for p, _ in list_marked_files(storage, instant) if p not in reported]
     delete_files(storage, orphans)  # files of failed task attempts
-    replaced: dict[str, list[str]] = {}
-    for g in groups:
-        for s in g.slices:
-            replaced.setdefault(s.partition_path, []).append(s.file_id)
-    # Complete only what is still ours: a writer that (wrongly) took this run for dead has
-    # deleted the inflight file and our files, and replacing the old file groups with
-    # missing files would lose their rows.
-    missing = [s.path for s in stats if not storage.exists(s.path)]
-    if not storage.exists(store.path(inflight)) or missing:
-        raise HoodieCommitError(
-            f"Clustering {instant} on {storage.base_uri} was rolled back while it ran (inflight file "
-            f"gone or {len(missing)} of its files missing); nothing was committed. Help: raise "
-            "hoodie.client.heartbeat.interval_in_ms if the runner cannot beat in time."
-        )
+    _check_still_ours(storage, store, inflight, stats)
     md = CommitMetadata(
         operation_type=CLUSTER,
         write_stats=stats,
         extra_metadata={SCHEMA_KEY: avro},
-        partition_to_replace_file_ids={p: sorted(ids) for p, ids in replaced.items()},
+        partition_to_replace_file_ids=_replaced_file_ids(groups),
     )
     store.complete(inflight, md.to_bytes())
     delete_markers(storage, instant)
@@ -310,6 +273,61 @@ def _execute(
     )
     log.info("hoodie: clustering %s done: %s", instant, result)
     return result
+
+
+def _job_of_plan(
+    storage: Storage, cfg: WriteConfig, requested: Instant
+) -> tuple[ClusteringJob, list[ClusteringGroup], str]:
+    """The job that executes a stored plan (ours or Java's), its groups, and the table schema."""
+    plan = clustering_plan(storage, requested)
+    if plan is None:
+        raise HoodieTableError(
+            f"Instant {requested.timestamp} on {storage.base_uri} is not a pending clustering."
+        )
+    groups, params, preserve = from_avro_plan(plan, storage.base_uri)
+    avro = latest_schema(storage, Timeline.load(storage), read_table_config(storage))
+    if avro is None:
+        raise HoodieTableError(f"The table at {storage.base_uri} has no schema yet: nothing to cluster.")
+    avro_json = json.loads(avro)
+    target_bytes = int(
+        params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.clustering_target_file_bytes)
+    )
+    job = ClusteringJob(
+        path=cfg.path,
+        instant=requested.timestamp,
+        data_schema=storage_schema(avro_to_arrow(avro_json)),
+        avro_with_meta=json.dumps(with_meta_fields(avro_json), separators=(",", ":")),
+        settings=parquet_settings_of(cfg.with_(max_file_size=target_bytes)),
+        sort_columns=tuple(
+            c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c
+        ),
+        layout=params.get("hoodie.layout.optimize.strategy", cfg.layout_strategy),
+        preserve_metadata=preserve,
+    )
+    return job, groups, avro
+
+
+def _check_still_ours(
+    storage: Storage, store: TimelineStore, inflight: Instant, stats: list[WriteStat]
+) -> None:
+    """Complete only what is still ours: a writer that (wrongly) took this run for dead has
+    deleted the inflight file and our files, and replacing the old file groups with missing
+    files would lose their rows."""
+    missing = [s.path for s in stats if not storage.exists(s.path)]
+    if not storage.exists(store.path(inflight)) or missing:
+        raise HoodieCommitError(
+            f"Clustering {inflight.timestamp} on {storage.base_uri} was rolled back while it ran "
+            f"(inflight file gone or {len(missing)} of its files missing); nothing was committed. Help: raise "
+            "hoodie.client.heartbeat.interval_in_ms if the runner cannot beat in time."
+        )
+
+
+def _replaced_file_ids(groups: list[ClusteringGroup]) -> dict[str, list[str]]:
+    replaced: dict[str, list[str]] = {}
+    for g in groups:
+        for s in g.slices:
+            replaced.setdefault(s.partition_path, []).append(s.file_id)
+    return {p: sorted(ids) for p, ids in replaced.items()}
 
 
 def run(

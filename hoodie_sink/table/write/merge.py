@@ -95,6 +95,22 @@ class MergeResult:
         return self.keys.slice(len(self.keys) - self.num_inserts)
 
 
+@dataclass(frozen=True)
+class _Match:
+    """How the stored rows of a file group meet the incoming changes."""
+
+    take_old: np.ndarray  # per surviving old row: its index in concat([old, changes])
+    from_changes: np.ndarray  # per surviving old row: replaced by its winning change
+    deleted: np.ndarray  # per old row
+    updated: np.ndarray  # per old row
+    matched: np.ndarray  # per change: met a stored row
+
+    @staticmethod
+    def nothing_stored(n_changes: int) -> _Match:
+        none = np.zeros(0, dtype=bool)
+        return _Match(np.zeros(0, dtype=np.int64), none, none, none, np.zeros(n_changes, dtype=bool))
+
+
 def merge_file_group(
     old: pa.Table | None,
     changes: pa.Table,
@@ -113,78 +129,92 @@ def merge_file_group(
     last.  Copied rows keep their commit time and sequence number, written rows get the new
     instant and a sequence number counting their output position.
     """
-    data_cols = [c for c in changes.column_names if c not in CONTROL]
-    n_old = old.num_rows if old is not None else 0
-    inc_keys = changes.column(KEY)
     kinds = np.asarray(changes.column(KIND).to_numpy(), dtype=np.int8)
-    matched_inc = np.zeros(changes.num_rows, dtype=bool)
-
-    if n_old and append_only:
-        take_old, src_new_old = np.arange(n_old), np.zeros(n_old, dtype=bool)
-        deleted = updated = np.zeros(n_old, dtype=bool)
-    elif n_old:
-        old_keys = old.column(RECORD_KEY)
-        pos = pc.index_in(old_keys, value_set=inc_keys.combine_chunks())
-        valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
-        inc_at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-        wins = valid.copy()
-        if precombine and not commit_time_ordering and valid.any():
-            stored = old.column(precombine) if precombine in old.column_names else pa.nulls(n_old)
-            incoming = changes.column(precombine).take(pa.array(inc_at))
-            # the stored record survives only if its ordering value is strictly greater
-            wins &= _not_greater(stored, incoming)
-        wins |= valid & (kinds[inc_at] >= DELETE)  # the delete operation (and a move) ignores ordering
-        matched_inc[inc_at[valid]] = True
-        deleted = wins & (kinds[inc_at] != UPSERT)
-        updated = wins & (kinds[inc_at] == UPSERT)
-        keep = ~deleted
-        # index into concat([old, changes]): old rows, or the winning change in their place
-        take_old = np.where(updated, n_old + inc_at, np.arange(n_old))[keep]
-        src_new_old = updated[keep]
+    n_old = old.num_rows if old is not None else 0
+    if not n_old:
+        match = _Match.nothing_stored(changes.num_rows)
+    elif append_only:
+        nothing = np.zeros(n_old, dtype=bool)
+        match = _Match(np.arange(n_old), nothing, nothing, nothing, np.zeros(changes.num_rows, dtype=bool))
     else:
-        take_old = np.zeros(0, dtype=np.int64)
-        src_new_old = np.zeros(0, dtype=bool)
-        deleted = np.zeros(0, dtype=bool)
-        updated = np.zeros(0, dtype=bool)
-
-    unmatched = ~matched_inc
+        match = _match_stored(old, changes, kinds, precombine, commit_time_ordering)
+    unmatched = ~match.matched
     inserts = np.nonzero(unmatched & (kinds == UPSERT))[0]
-    missing_deletes = int((unmatched & (kinds != UPSERT)).sum())
-    take = np.concatenate([take_old, n_old + inserts]).astype(np.int64)
-    is_new = np.concatenate([src_new_old, np.ones(len(inserts), dtype=bool)])
+    take = np.concatenate([match.take_old, n_old + inserts]).astype(np.int64)
+    is_new = np.concatenate([match.from_changes, np.ones(len(inserts), dtype=bool)])
+    data, keys, times, seqnos = _assemble(
+        old if n_old else None, changes, take, is_new, instant, partition_id
+    )
+    return MergeResult(
+        data=data,
+        keys=keys,
+        commit_times=times,
+        seqnos=seqnos,
+        num_updates=int(match.updated.sum()),
+        num_inserts=len(inserts),
+        num_deletes=int(match.deleted.sum()),
+        num_missing_deletes=int((unmatched & (kinds != UPSERT)).sum()),
+    )
 
+
+def _match_stored(
+    old: pa.Table, changes: pa.Table, kinds: np.ndarray, precombine: str | None, commit_time_ordering: bool
+) -> _Match:
+    """Which stored rows a change updates or deletes: a change wins unless the stored record's
+    ordering value is strictly greater (deletes by the delete operation and moves always win)."""
+    n_old = old.num_rows
+    pos = pc.index_in(old.column(RECORD_KEY), value_set=changes.column(KEY).combine_chunks())
+    valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
+    inc_at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    wins = valid.copy()
+    if precombine and not commit_time_ordering and valid.any():
+        stored = old.column(precombine) if precombine in old.column_names else pa.nulls(n_old)
+        incoming = changes.column(precombine).take(pa.array(inc_at))
+        wins &= _not_greater(stored, incoming)
+    wins |= valid & (kinds[inc_at] >= DELETE)  # the delete operation (and a move) ignores ordering
+    matched = np.zeros(changes.num_rows, dtype=bool)
+    matched[inc_at[valid]] = True
+    deleted = wins & (kinds[inc_at] != UPSERT)
+    updated = wins & (kinds[inc_at] == UPSERT)
+    keep = ~deleted
+    # index into concat([old, changes]): old rows, or the winning change in their place
+    take_old = np.where(updated, n_old + inc_at, np.arange(n_old))[keep]
+    return _Match(take_old, updated[keep], deleted, updated, matched)
+
+
+def _assemble(
+    old: pa.Table | None,
+    changes: pa.Table,
+    take: np.ndarray,
+    is_new: np.ndarray,
+    instant: str,
+    partition_id: int,
+) -> tuple[pa.Table, pa.Array, pa.Array, pa.Array]:
+    """The merged rows (data, record keys, commit times, sequence numbers), taken from
+    concat([old, changes]): copied rows keep their meta values, written ones get new ones."""
+    data_cols = [c for c in changes.column_names if c not in CONTROL]
     change_data = changes.select(data_cols)
-    if n_old:
+    inc_keys = changes.column(KEY)
+    no_meta = pa.nulls(changes.num_rows, pa.string())
+    if old is not None:
         old_data = conform(old.select([c for c in data_cols if c in old.column_names]), change_data.schema)
         both = pa.concat_tables([old_data, change_data])
         both_keys = pa.chunked_array(old.column(RECORD_KEY).chunks + inc_keys.chunks, pa.string())
-        both_times = pa.chunked_array(
-            old.column(COMMIT_TIME).chunks + [pa.nulls(changes.num_rows, pa.string())], pa.string()
-        )
-        both_seq = pa.chunked_array(
-            old.column(COMMIT_SEQNO).chunks + [pa.nulls(changes.num_rows, pa.string())], pa.string()
-        )
+        both_times = pa.chunked_array(old.column(COMMIT_TIME).chunks + [no_meta], pa.string())
+        both_seq = pa.chunked_array(old.column(COMMIT_SEQNO).chunks + [no_meta], pa.string())
     else:
         both, both_keys = change_data, inc_keys
-        both_times = both_seq = pa.nulls(changes.num_rows, pa.string())
+        both_times = both_seq = no_meta
     take_arr = pa.array(take)
-    out = both.take(take_arr)
     keys = both_keys.take(take_arr).combine_chunks() if len(take) else pa.array([], pa.string())
+    if not len(take):
+        return both.take(take_arr), keys, keys, keys
     new_mask = pa.array(is_new)
-    times = pc.if_else(new_mask, pa.scalar(instant), both_times.take(take_arr)) if len(take) else keys
+    times = pc.if_else(new_mask, pa.scalar(instant), both_times.take(take_arr))
     positions = pc.cast(pa.array(np.arange(len(take), dtype=np.int64)), pa.string())
     fresh_seq = pc.binary_join_element_wise(f"{instant}_{partition_id}_", positions, "")
-    seqnos = pc.if_else(new_mask, fresh_seq, both_seq.take(take_arr)) if len(take) else keys
-    return MergeResult(
-        data=out,
-        keys=keys,
-        commit_times=_combined(times),
-        seqnos=_combined(seqnos),
-        num_updates=int(updated.sum()),
-        num_inserts=len(inserts),
-        num_deletes=int(deleted.sum()),
-        num_missing_deletes=missing_deletes,
-    )
+    seqnos = pc.if_else(new_mask, fresh_seq, both_seq.take(take_arr))
+    return both.take(take_arr), keys, _combined(times), _combined(seqnos)
 
 
 def _combined(a) -> pa.Array:

@@ -92,11 +92,17 @@ class Storage:
 
     def walk_files(self, rel: str) -> Iterator[str]:
         """All files below `rel`, as paths relative to the base path."""
+        for path, _ in self.walk_file_sizes(rel):
+            yield path
+
+    def walk_file_sizes(self, rel: str) -> Iterator[tuple[str, int]]:
+        """(path relative to the base path, size in bytes) of all files below `rel`: the sizes
+        come with the listing, no call per file."""
         sel = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=True)
         prefix = self.root.rstrip("/") + "/"
         for info in self.fs.get_file_info(sel):
             if info.type == pafs.FileType.File:
-                yield info.path.removeprefix(prefix)
+                yield info.path.removeprefix(prefix), int(info.size or 0)
 
     # -- reads -------------------------------------------------------------------------
     def read_bytes(self, rel: str) -> bytes:

@@ -123,6 +123,12 @@ def instrument() -> None:
         setattr(cls, name, staticmethod(counted))
 
     count_static(Timeline, "load", "Timeline.load")
+    try:  # the write's one load of the timeline (since issue 9)
+        from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
+
+        count_static(ActiveTimeline, "load", "ActiveTimeline.load")
+    except ImportError:
+        pass
     count_static(FileSystemView, "load", "FileSystemView.load")
 
 

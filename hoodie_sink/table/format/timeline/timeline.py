@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
@@ -69,14 +69,17 @@ class Timeline:
 
     def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
         """The latest state of every instant that has no completed file, oldest first."""
+        return [i for i in self._pending if actions is None or i.action in actions]
+
+    @cached_property
+    def _pending(self) -> tuple[Instant, ...]:
+        # a write asks several times (rollback, pending clusterings): computed once per timeline
         out = []
-        for ts, states in sorted(self._by_time.items()):
+        for _, states in sorted(self._by_time.items()):
             if any(s.is_completed for s in states):
                 continue
-            latest = max(states, key=lambda s: (s.state == INFLIGHT, s.state == REQUESTED))
-            if actions is None or latest.action in actions:
-                out.append(latest)
-        return out
+            out.append(max(states, key=lambda s: (s.state == INFLIGHT, s.state == REQUESTED)))
+        return tuple(out)
 
     def latest_completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> Instant | None:
         done = self.completed(actions)
@@ -135,10 +138,17 @@ def commit_metadata(storage: Storage, timeline: Timeline, instant: Instant) -> C
     return CommitMetadata.from_json(TimelineStore(storage).read_json(instant))
 
 
+@lru_cache(maxsize=200_000)
+def _parse_cached(name: str) -> Instant | None:
+    # A file name always means the same instant: a process that loads a timeline again (each
+    # micro-batch's begin and commit) parses only the names it has not seen.
+    return Instant.parse(name)
+
+
 def _list_instants(storage: Storage) -> tuple[Instant, ...]:
     found = []
     for name in storage.list_names(META_DIR):
-        inst = Instant.parse(name)
+        inst = _parse_cached(name)
         if inst is not None:
             found.append(inst)
     # Instant's own order, by a tuple key: the dataclass __lt__ costs ~10 ms per 3,000 files

@@ -57,7 +57,7 @@ def storage_calls(monkeypatch):
     counts: Counter = Counter()
 
     def kind(method: str, rel: str) -> str | None:
-        if method == "list_dir" and rel.rstrip("/") == ".hoodie":
+        if method in ("list_dir", "list_names") and rel.rstrip("/") == ".hoodie":
             return "timeline listings"
         if method == "read_bytes" and _COMMIT_FILE.match(rel):
             return "commit file reads"
@@ -65,14 +65,20 @@ def storage_calls(monkeypatch):
             return "file size calls"
         return None
 
+    inside = []  # list_names may call list_dir: count the outer call only
+
     with monkeypatch.context() as m:
-        for method in ("list_dir", "read_bytes", "size"):
+        for method in ("list_names", "list_dir", "read_bytes", "size"):
             real = getattr(Storage, method)
 
             def counted(self, rel, *a, _real=real, _method=method, **k):
-                if (what := kind(_method, rel)) is not None:
+                if not inside and (what := kind(_method, rel)) is not None:
                     counts[what] += 1
-                return _real(self, rel, *a, **k)
+                inside.append(1)
+                try:
+                    return _real(self, rel, *a, **k)
+                finally:
+                    inside.pop()
 
             m.setattr(Storage, method, counted)
         yield counts

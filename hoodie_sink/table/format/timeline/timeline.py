@@ -49,7 +49,14 @@ class Timeline:
         return out
 
     def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
+        if actions == WRITE_ACTIONS:
+            return list(self._completed_writes)
         return [i for i in self.instants if i.is_completed and i.action in actions]
+
+    @cached_property
+    def _completed_writes(self) -> tuple[Instant, ...]:
+        # asked by every step of a write (schema, record size, checkpoints, the fs view)
+        return tuple(i for i in self.instants if i.is_completed and i.action in WRITE_ACTIONS)
 
     def completed_times(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> set[str]:
         if actions == WRITE_ACTIONS:
@@ -60,7 +67,7 @@ class Timeline:
     # not once per file (that was files x instants, seconds on a table of 1,000 commits)
     @cached_property
     def _completed_write_times(self) -> frozenset[str]:
-        return frozenset(i.timestamp for i in self.completed())
+        return frozenset(i.timestamp for i in self._completed_writes)
 
     @cached_property
     def _earliest_write_time(self) -> str | None:

@@ -114,7 +114,7 @@ def begin(
     data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
     action = _action_of(cfg, table)
     instant = _publish_instant(storage, cfg, timeline, action)
-    base_files, avg_size, clustering = _file_groups_to_assign(cfg, table, timeline, existing is not None)
+    base_files, avg_size, clustering = _file_groups_to_assign(cfg, table, timeline, bool(existing))
     ctx = WriteContext(
         config=cfg,
         base_files=base_files,

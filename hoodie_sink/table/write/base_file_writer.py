@@ -39,13 +39,16 @@ COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
 
 @dataclass(frozen=True)
 class ParquetSettings:
-    compression: str = "snappy"
-    max_file_size: int = 120 * 1024 * 1024
-    row_group_bytes: int = 120 * 1024 * 1024
-    bloom_type: str = "dynamic_v0"
-    bloom_num_entries: int = 60000
-    bloom_fpp: float = 0.000000001
-    bloom_max_entries: int = 100000
+    """How base files are written; built from the WriteConfig (parquet_settings_of), whose option
+    registry holds the defaults."""
+
+    compression: str
+    max_file_size: int
+    row_group_bytes: int
+    bloom_type: str
+    bloom_num_entries: int
+    bloom_fpp: float
+    bloom_max_entries: int
 
     @property
     def codec(self) -> str:

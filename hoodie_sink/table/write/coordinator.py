@@ -36,7 +36,8 @@ from hoodie_sink.table.format.commit_metadata import (
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
-from hoodie_sink.table.format.keygen import check_key_columns, keygen_config_of
+from hoodie_sink.table.format.keygen import check_key_columns
+from hoodie_sink.table.write.context import keygen_config_of
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
 from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace

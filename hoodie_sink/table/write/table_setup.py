@@ -10,15 +10,14 @@ from __future__ import annotations
 import pyarrow.fs as pafs
 
 from hoodie_sink.config import (
-    CLASS_BY_KEYGEN,
     DEFAULT_PAYLOAD,
     KEYED_OPERATIONS,
-    KEYGEN_BY_CLASS,
     OVERWRITE_WITH_LATEST_PAYLOAD,
     SUPPORTED_PAYLOADS,
     WriteConfig,
 )
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
+from hoodie_sink.table.format.keygen import KEYGEN_CLASSES, inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.markers import TEMP_DIR
 from hoodie_sink.table.format.properties import (
     COPY_ON_WRITE,
@@ -29,8 +28,6 @@ from hoodie_sink.table.format.properties import (
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR
 from hoodie_sink.table.storage import Storage
-
-_TABLE_TYPES = {"copy_on_write": COPY_ON_WRITE, "merge_on_read": MERGE_ON_READ}
 
 
 # hoodie.compaction.record.merger.strategy ids (Hudi 0.14/0.15), used by readers when a table
@@ -108,7 +105,7 @@ def _table_payload(table: TableConfig) -> str | None:
 
 
 def new_table_config(cfg: WriteConfig) -> TableConfig:
-    if cfg.table_type != "copy_on_write":
+    if cfg.table_type != COPY_ON_WRITE:
         raise HoodieConfigError(
             "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ': creating merge-on-read tables is "
             "not supported yet (inserts into existing ones are). Help: use COPY_ON_WRITE."
@@ -116,24 +113,24 @@ def new_table_config(cfg: WriteConfig) -> TableConfig:
     keygen = cfg.resolved_keygen
     return TableConfig(
         name=cfg.table_name or cfg.default_table_name(),
-        table_type=_TABLE_TYPES[cfg.table_type],
+        table_type=cfg.table_type,
         record_key_fields=cfg.record_key_fields,
-        partition_fields=cfg.partition_fields if keygen != "non_partition" else (),
+        partition_fields=cfg.partition_fields if keygen != "NON_PARTITION" else (),
         precombine_field=cfg.precombine_field,
-        keygen_class=CLASS_BY_KEYGEN[keygen],
+        keygen_class=KEYGEN_CLASSES[keygen],
         hive_style=cfg.hive_style,
         url_encode=cfg.url_encode,
         database=cfg.database or "default",
         # written so that Java writers and hudi-rs infer the merge semantics this write applies
         payload_class=cfg.payload_class or default_payload(cfg.precombine_field),
-        extra=_timestamp_keygen_props(cfg) if keygen == "timestamp" else {},
+        extra=_timestamp_keygen_props(cfg) if keygen == "TIMESTAMP" else {},
     )
 
 
 def _timestamp_keygen_props(cfg: WriteConfig) -> dict[str, str]:
     out = {}
     if cfg.ts_type:
-        out["hoodie.keygen.timebased.timestamp.type"] = cfg.ts_type.upper()
+        out["hoodie.keygen.timebased.timestamp.type"] = cfg.ts_type
     if cfg.ts_input_format:
         out["hoodie.keygen.timebased.input.dateformat"] = cfg.ts_input_format
     if cfg.ts_output_format:
@@ -174,8 +171,8 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
         raise conflict(
             "hoodie.datasource.write.precombine.field", cfg.precombine_field, table.precombine_field
         )
-    if "table_type" in ex and _TABLE_TYPES[cfg.table_type] != table.table_type:
-        raise conflict("hoodie.datasource.write.table.type", cfg.table_type.upper(), table.table_type)
+    if "table_type" in ex and cfg.table_type != table.table_type:
+        raise conflict("hoodie.datasource.write.table.type", cfg.table_type, table.table_type)
     if "table_name" in ex and cfg.table_name != table.name:
         raise conflict("hoodie.table.name", cfg.table_name, table.name)
     if "hive_style" in ex and cfg.hive_style != table.hive_style:
@@ -184,7 +181,7 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
         raise conflict("hoodie.datasource.write.partitionpath.urlencode", cfg.url_encode, table.url_encode)
     stored_keygen = _table_keygen(table)
     if ("keygen_type" in ex or "keygen_class" in ex) and cfg.resolved_keygen != stored_keygen:
-        raise conflict("hoodie.datasource.write.keygenerator.type", cfg.resolved_keygen.upper(),
+        raise conflict("hoodie.datasource.write.keygenerator.type", cfg.resolved_keygen,
                        table.keygen_class or stored_keygen)  # fmt: skip
     if table.table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
         raise HoodieConfigError(f"The table at {cfg.path} has an unknown type '{table.table_type}'.")
@@ -202,14 +199,14 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
             "bulk_insert and append do not merge and are allowed."
         )
     ts = {
-        "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").lower() or None,
+        "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").upper() or None,
         "ts_input_format": table.extra.get("hoodie.keygen.timebased.input.dateformat"),
         "ts_output_format": table.extra.get("hoodie.keygen.timebased.output.dateformat"),
         "ts_timezone": table.extra.get("hoodie.keygen.timebased.timezone"),
     }
     return cfg.with_(
         table_name=table.name,
-        table_type="merge_on_read" if table.table_type == MERGE_ON_READ else "copy_on_write",
+        table_type=table.table_type,
         record_key_fields=table.record_key_fields or cfg.record_key_fields,
         partition_fields=table.partition_fields,
         precombine_field=table.precombine_field or cfg.precombine_field,
@@ -224,13 +221,7 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
 
 def _table_keygen(table: TableConfig) -> str:
     if table.keygen_class:
-        found = KEYGEN_BY_CLASS.get(table.keygen_class.lower())
-        if found is None:
-            raise HoodieConfigError(
-                f"The table's key generator '{table.keygen_class}' is not supported; supported: "
-                f"{', '.join(CLASS_BY_KEYGEN.values())}."
-            )
-        return found
-    if not table.partition_fields:
-        return "non_partition"
-    return "complex" if len(table.record_key_fields) > 1 or len(table.partition_fields) > 1 else "simple"
+        return supported_keygen_type(
+            table.keygen_class, "The table's key generator (hoodie.table.keygenerator.class)"
+        )
+    return inferred_keygen_type(table.record_key_fields, table.partition_fields)

@@ -38,8 +38,8 @@ def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, 
         for _ in range(rows):
             ts += 1
             r = rng.random()
-            key = rng.choice(live) if live and r < 0.30 else None
-            if key not in model:  # deleted earlier in this batch: make it an insert
+            key = rng.choice(live) if live and r < 0.30 else ""
+            if key not in model:  # none picked, or deleted earlier in this batch: make it an insert
                 r = 1.0
             if r < 0.25:  # update
                 rec = {

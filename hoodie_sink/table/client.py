@@ -10,6 +10,7 @@ needs the other.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeAlias
 
 import pyarrow as pa
 
@@ -24,7 +25,7 @@ from hoodie_sink.table.write.write_path import write_task
 
 __all__ = ["abort", "begin", "complete", "write", "write_task"]
 
-DataLike = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+DataLike: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
 
 
 def complete(

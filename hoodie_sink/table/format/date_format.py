@@ -345,7 +345,8 @@ def _offset_minutes(text: pa.Array) -> np.ndarray:
         )
     )
     sign = np.where(_np(pc.equal(pc.struct_field(parts, "s"), "-")), -1, 1)
-    return sign * (hours * 60 + minutes)
+    result: np.ndarray = sign * (hours * 60 + minutes)
+    return result
 
 
 def local_to_utc(local: np.ndarray, ok: np.ndarray, zone: str) -> np.ndarray:
@@ -370,4 +371,7 @@ def unit_to_millis(values: np.ndarray, unit: str) -> np.ndarray:
     mult, div = TIME_UNIT_MS[unit]
     if div == 1:
         return values * mult
-    return np.sign(values) * (np.abs(values) // div)  # Java TimeUnit.convert truncates toward zero
+    result: np.ndarray = np.sign(values) * (
+        np.abs(values) // div
+    )  # Java TimeUnit.convert truncates toward zero
+    return result

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -70,8 +70,8 @@ _SIMPLE_CLASS_NAMES = {
 _KEYGEN_PACKAGES = ("", "org.apache.hudi.keygen")
 _TIMESTAMP_TYPES = ("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR")
 
-Data = pa.RecordBatch | pa.Table
-Column = pa.Array | pa.ChunkedArray
+Data: TypeAlias = pa.RecordBatch | pa.Table
+Column: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 def inferred_keygen_type(record_key_fields: tuple[str, ...], partition_fields: tuple[str, ...]) -> str:
@@ -256,7 +256,7 @@ def _column(data: Data, name: str) -> Column:
         head, _, rest = name.partition(".")
         col = data.column(head) if rest and head in names else None
         for part in rest.split(".") if col is not None else ():
-            if not pa.types.is_struct(col.type) or col.type.get_field_index(part) < 0:
+            if col is None or not pa.types.is_struct(col.type) or col.type.get_field_index(part) < 0:
                 col = None
                 break
             col = pc.struct_field(col, part)

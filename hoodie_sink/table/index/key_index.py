@@ -528,7 +528,9 @@ def _range_masks(keys: pa.Array, footers: list[FileFooter]) -> list[np.ndarray |
     if not _HAS_SEARCH_SORTED:
         return [_range_mask_compare(keys, ft) if ok else None for ft, ok in zip(footers, usable)]
     # Python orders str by code point, the same order as Arrow's bytewise UTF-8 comparison.
-    bounds = sorted({b for ft, ok in zip(footers, usable) if ok for b in (ft.min_key, ft.max_key)})
+    bounds: list[str] = sorted(
+        {b for ft, ok in zip(footers, usable) if ok for b in (ft.min_key, ft.max_key) if b is not None}
+    )
     barr = pa.array(bounds, pa.string())
     n_le = pc.search_sorted(barr, keys, side="right").to_numpy().astype(np.int32)
     # #bounds < key = #bounds <= key, less one where the key equals a bound (bounds are distinct).
@@ -539,8 +541,8 @@ def _range_masks(keys: pa.Array, footers: list[FileFooter]) -> list[np.ndarray |
         if not ok:
             out.append(None)
             continue
-        a = bisect_left(bounds, ft.min_key)
-        c = bisect_right(bounds, ft.max_key)
+        a = bisect_left(bounds, ft.min_key or "")  # usable: both keys are set
+        c = bisect_right(bounds, ft.max_key or "")
         out.append((n_le > a) & (n_lt < c))
     return out
 

@@ -92,7 +92,7 @@ class AppendTask:
             if self._bucket_bytes[part] >= self.cfg.bucket_buffer_bytes:
                 self._flush(part)
         while self._buffered >= self.cfg.task_buffer_bytes and self._bucket_bytes:
-            self._flush(max(self._bucket_bytes, key=self._bucket_bytes.get))
+            self._flush(max(self._bucket_bytes, key=lambda b: self._bucket_bytes[b]))
 
     def _flush(self, part: str) -> None:
         chunks = self._buckets.pop(part, [])

@@ -99,9 +99,10 @@ class BaseFileWriter:
         self._min: str | None = None
         self._max: str | None = None
         self._bloom = new_bloom(settings)
-        self._seeded = seed_bloom is not None and seed_bloom.same_shape(self._bloom)
-        if self._seeded:
+        self._seeded = False
+        if seed_bloom is not None and seed_bloom.same_shape(self._bloom):
             # A merge keeps the old version's filter and adds only the keys it inserts.
+            self._seeded = True
             self._bloom = seed_bloom.grown_copy(settings.bloom_max_entries)
         self._started = time.monotonic()
         self.guard = guard
@@ -197,7 +198,7 @@ class BaseFileWriter:
         }
         if self._bloom.type_code == "DYNAMIC_V0":
             footer[BLOOM_TYPE_CODE_KEY] = "DYNAMIC_V0"
-        if self._min is not None:
+        if self._min is not None and self._max is not None:
             footer[MIN_KEY_FOOTER_KEY] = self._min
             footer[MAX_KEY_FOOTER_KEY] = self._max
         writer = self._writer or self._open(None)

@@ -138,6 +138,7 @@ def _rewrite(
         seed = cached_bloom(storage, old_bf.path) if old_bf else None
         new_keys = merged.inserted_keys if old_bf else None
     else:  # only duplicate removal, on the version a task wrote in this instant
+        assert task_stat is not None, "a file group without staged changes was written by a task"
         current = read_base_file(storage, task_stat.path, schema)
         prev = task_stat.prev_commit
         data = current.drop_columns(list(META_COLUMNS))
@@ -189,7 +190,7 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
              if st.file_id in sources]  # fmt: skip
     paths += [p for r in results for p in getattr(r, "moved_change_logs", [])]
     precombine = ctx.config.precombine_field
-    changes = _read_all(ctx, paths, [KEY, PART, ORDER, KIND, precombine])
+    changes = _read_all(ctx, paths, [c for c in (KEY, PART, ORDER, KIND, precombine) if c])
     moved = pc.unique(_read_all(ctx, moved_logs).column(KEY))
     changes = changes.filter(pc.is_in(changes.column(KEY), value_set=moved))
     if changes.num_rows == 0:
@@ -216,7 +217,7 @@ def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[st
         return {}
     cand = keys.join(dups.select(scope), keys=scope, join_type="inner")
     precombine = ctx.config.precombine_field
-    sort = [(c, "ascending") for c in scope]
+    sort: list[tuple[str, ...]] = [(c, "ascending") for c in scope]
     if precombine and precombine in cand.column_names:
         sort.append((precombine, "descending", "at_end"))
     sort.append((ORDER, "descending"))

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieSchemaError
+from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.format.file_group import BaseFile, write_token
-from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
 from hoodie_sink.table.format.properties import TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage

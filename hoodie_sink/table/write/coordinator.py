@@ -37,7 +37,6 @@ from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
 from hoodie_sink.table.format.keygen import check_key_columns
-from hoodie_sink.table.write.context import keygen_config_of
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
 from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
@@ -69,6 +68,7 @@ from hoodie_sink.table.write.context import (
     OPERATION_TYPES,
     REPLACE_OPERATIONS,
     WriteContext,
+    keygen_config_of,
 )
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes
 from hoodie_sink.table.write.table_setup import (

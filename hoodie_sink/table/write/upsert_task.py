@@ -217,12 +217,13 @@ class UpsertTask:
             if self._bucket_bytes[key] >= self.cfg.bucket_buffer_bytes:
                 self._flush_bucket(key)
         while self._buffered >= self.cfg.task_buffer_bytes and self._bucket_bytes:
-            self._flush_bucket(max(self._bucket_bytes, key=self._bucket_bytes.get))
+            self._flush_bucket(max(self._bucket_bytes, key=lambda b: self._bucket_bytes[b]))
 
     def _reduce(self, changes: pa.Table) -> pa.Table:
         return reduce_changes(changes, self.precombine, per_partition=self.per_partition)
 
     def _stored_ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:
+        assert self.precombine is not None, "only called with a precombine field"
         value_type = rows.schema.field(self.precombine).type
         keys = rows.column(KEY).combine_chunks()
         return self.index.stored_values(keys, file_ids, self.precombine, value_type)

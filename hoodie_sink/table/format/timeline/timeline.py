@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.format.timeline.instant import (
@@ -184,7 +185,7 @@ class TimelineStore:
         for state in (INFLIGHT, REQUESTED):
             self.storage.delete(self.path(Instant(ts, action, state)))
 
-    def read_json(self, instant: Instant) -> dict:
+    def read_json(self, instant: Instant) -> dict[str, Any]:
         raw = self.storage.read_bytes(self.path(instant))
         try:
             return json.loads(raw) if raw.strip() else {}

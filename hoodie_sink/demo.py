@@ -53,8 +53,14 @@ def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, 
             else:  # insert
                 key = f"trip-{next_id:09d}"
                 next_id += 1
-                rec = {"trip_id": key, "city": CITIES[next_id % len(CITIES)], "rider": f"rider-{rng.randrange(1000):03d}",
-                       "fare": round(rng.uniform(5, 80), 2), "ts": ts, "_hoodie_is_deleted": False}  # fmt: skip
+                rec = {
+                    "trip_id": key,
+                    "city": CITIES[next_id % len(CITIES)],
+                    "rider": f"rider-{rng.randrange(1000):03d}",
+                    "fare": round(rng.uniform(5, 80), 2),
+                    "ts": ts,
+                    "_hoodie_is_deleted": False,
+                }
             out.append(rec)
             if rec["_hoodie_is_deleted"]:
                 model.pop(key, None)

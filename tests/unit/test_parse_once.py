@@ -100,7 +100,18 @@ def test_a_write_resolved_against_the_table_equals_one_that_names_the_table_sett
     named = resolve_with_table(
         WriteConfig.from_options({**full, "hoodie.datasource.write.operation": "upsert"}, path=path), table
     )
-    settings = ("table_name", "table_type", "record_key_fields", "partition_fields", "precombine_field",
-                "hive_style", "url_encode", "resolved_keygen", "ts_type", "ts_output_format", "payload_class")  # fmt: skip
+    settings = (
+        "table_name",
+        "table_type",
+        "record_key_fields",
+        "partition_fields",
+        "precombine_field",
+        "hive_style",
+        "url_encode",
+        "resolved_keygen",
+        "ts_type",
+        "ts_output_format",
+        "payload_class",
+    )
     assert {s: getattr(from_table, s) for s in settings} == {s: getattr(named, s) for s in settings}
     assert from_table.resolved_keygen == "TIMESTAMP" and from_table.ts_type == "EPOCHMILLISECONDS"

@@ -320,10 +320,7 @@ def parse_with(strings: pa.Array, parser: _Parser, zone: str) -> pa.Array:
     days = month_start.astype("datetime64[D]").astype(np.int64) + day - 1
     seconds = ((hour * 60 + fields.get("minute", 0)) * 60) + fields.get("second", 0)
     local = days * 86_400_000 + seconds * 1000 + fields.get("millis", 0)
-    if parser.has_offset:
-        utc = local - offset_minutes * 60_000
-    else:
-        utc = local_to_utc(local, ok, zone)
+    utc = local - offset_minutes * 60000 if parser.has_offset else local_to_utc(local, ok, zone)
     return pa.array(utc, pa.int64(), mask=~ok)
 
 

@@ -465,7 +465,7 @@ def parse_partition_path(
             f"partition fields ({', '.join(fields)}). Help: check hoodie.table.partition.fields."
         )
     out: dict[str, str] = {}
-    for field, segment in zip(fields, segments):
+    for field, segment in zip(fields, segments, strict=True):
         value = segment
         if hive_style:
             prefix = f"{field}="

@@ -398,4 +398,4 @@ def _read_all(storage: Storage, paths: list[str], threads: int) -> dict[str, Fil
     if len(paths) <= 1 or threads <= 1:
         return {p: _try_read_stats(storage, p) for p in paths}
     with ThreadPoolExecutor(max_workers=min(threads, len(paths)), thread_name_prefix="hoodie-footer") as pool:
-        return dict(zip(paths, pool.map(lambda p: _try_read_stats(storage, p), paths)))
+        return dict(zip(paths, pool.map(lambda p: _try_read_stats(storage, p), paths), strict=True))

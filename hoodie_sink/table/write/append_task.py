@@ -135,5 +135,5 @@ def _split_by_partition(data: pa.Table, keys: pa.Array, parts: pa.Array):
     ends = np.r_[bounds, len(codes)]
     take = pa.array(order)
     data, keys = data.take(take), keys.take(take)
-    for s, e in zip(starts.tolist(), ends.tolist()):
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         yield values[int(sorted_codes[s])], data.slice(s, e - s), keys.slice(s, e - s)

@@ -202,7 +202,7 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
     losers = cand.filter(pc.and_(lose, pc.is_valid(cand.column("_hf"))))
     out: dict[tuple[str, str], set[str]] = {}
     # losers only: a handful of rows
-    for part, fid, key in zip(*(losers.column(c).to_pylist() for c in (PART, "_hf", KEY))):
+    for part, fid, key in zip(*(losers.column(c).to_pylist() for c in (PART, "_hf", KEY)), strict=True):
         out.setdefault((part, fid), set()).add(key)
     return out
 
@@ -228,7 +228,7 @@ def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[st
     group_no = np.cumsum(first) - 1
     fids = np.asarray(cand.column("_hf").to_pylist(), dtype=object)
     winner_fid = fids[first][group_no]  # None when the winner is a delete: every copy goes
-    loser = (fids != winner_fid) & (fids != None)
+    loser = (fids != winner_fid) & (fids != None)  # noqa: E711 (numpy: elementwise, `is not` is not)
     out: dict[tuple[str, str], set[str]] = {}
     parts = cand.column(PART).to_pylist()
     ks = cand.column(KEY).to_pylist()

@@ -62,7 +62,7 @@ class Timeline:
     def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
         """The latest state of every instant that has no completed file, oldest first."""
         out = []
-        for ts, states in sorted(self._by_time.items()):
+        for _ts, states in sorted(self._by_time.items()):
             if any(s.is_completed for s in states):
                 continue
             latest = max(states, key=lambda s: (s.state == INFLIGHT, s.state == REQUESTED))

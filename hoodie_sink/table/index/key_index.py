@@ -395,7 +395,8 @@ class KeyIndex:
         present, starts = np.unique(sorted_codes, return_index=True)
         ends = np.r_[starts[1:], n]
         groups = []
-        for c, s, e in zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        # not strict: with no keys, ends is [n] and the others are empty
+        for c, s, e in zip(present.tolist(), starts.tolist(), ends.tolist(), strict=False):
             if c >= 0:
                 groups.append((order[s:e] if e - s < n else None, self._files_by_part[c]))
         return groups, codes

@@ -79,16 +79,17 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         ctx = streaming.load_context(storage, ref)
         if ctx is None:
             raise RuntimeError(f"hoodie: no write context for micro-batch {batchId} ({ref.ctx_path})")
-        if streaming.is_committed(storage, self.identifier, batchId):
+        checkpoints = streaming.committed_checkpoints(storage)  # one timeline load for both uses
+        if streaming.batch_committed(checkpoints, self.identifier, batchId):
             client.abort(ctx)  # a replay raced a commit: drop the duplicate
             return
         # raises HoodieCommitStateUnknown if the commit may have landed: Spark then calls abort,
         # which deletes nothing once the completed file exists, and a restart replays this batch,
         # which is skipped if its checkpoint is committed
+        extra = streaming.with_checkpoint(checkpoints, self.identifier, batchId)
         client.complete(
-            ctx, [m.result for m in written], streaming.checkpoint_metadata(storage, self.identifier, batchId),
-            label=f"micro-batch {batchId} of {self.identifier}",
-        )  # fmt: skip
+            ctx, [m.result for m in written], extra, label=f"micro-batch {batchId} of {self.identifier}"
+        )
         streaming.forget_batch(storage, ref)
 
     def abort(self, messages, batchId: int) -> None:

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hoodie_sink.errors import HoodieTableError
-from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import (
     BASE_FILE_EXT,
     PARTITION_METAFILE,
@@ -23,7 +22,7 @@ from hoodie_sink.table.format.file_group import (
     LogFile,
 )
 from hoodie_sink.table.format.timeline.instant import REPLACE_COMMIT
-from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, TimelineStore
+from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commit_metadata
 from hoodie_sink.table.storage import Storage
 
 
@@ -45,16 +44,20 @@ def list_table_files(storage: Storage, partitions: list[str] | None = None) -> L
     """
     out = Listing()
     roots = partitions if partitions is not None else [""]
-    files: list[str] = []
+    files: list[tuple[str, int]] = []
     for root in roots:
-        files.extend(storage.walk_files(root) if root else _walk_data(storage))
-    marked = {posixpath.dirname(f) for f in files if posixpath.basename(f).startswith(PARTITION_METAFILE)}
-    for rel in files:
+        files.extend(storage.walk_file_sizes(root) if root else _walk_data(storage))
+    marked = {posixpath.dirname(f) for f, _ in files if posixpath.basename(f).startswith(PARTITION_METAFILE)}
+    # Sizes come with the listing on local disks (one stat per file was O(files) calls per
+    # write); kept lazy (0) elsewhere, as before.
+    local = storage.is_local
+    for rel, listed_size in files:
         part, name = posixpath.split(rel)
         if not _is_partition(part, marked):
             continue
+        size = listed_size if local else 0
         if name.endswith(BASE_FILE_EXT) and not name.startswith("."):
-            bf = BaseFile.parse(part, name, _size(storage, rel))
+            bf = BaseFile.parse(part, name, size)
             if bf is None:
                 raise HoodieTableError(
                     f"Unexpected parquet file {storage.full(rel)} in the Hudi table: its name is not "
@@ -64,7 +67,7 @@ def list_table_files(storage: Storage, partitions: list[str] | None = None) -> L
             out.base_files.append(bf)
             out.partitions.add(part)
         elif ".log." in name and name.startswith("."):
-            lf = LogFile.parse(part, name, _size(storage, rel))
+            lf = LogFile.parse(part, name, size)
             if lf is not None:
                 out.log_files.append(lf)
                 out.partitions.add(part)
@@ -84,14 +87,9 @@ def _walk_data(storage: Storage):
         if name == META_DIR:
             continue
         if info.is_file:
-            yield name
+            yield name, int(info.size or 0)
         else:
-            yield from storage.walk_files(name)
-
-
-def _size(storage: Storage, rel: str) -> int:
-    # Sizes come from the listing on local disks cheaply enough; kept lazy elsewhere.
-    return storage.size(rel) if storage.is_local else 0
+            yield from storage.walk_file_sizes(name)
 
 
 class FileSystemView:
@@ -116,12 +114,11 @@ class FileSystemView:
         """(partition, fileId) pairs replaced by completed replacecommits <= as_of."""
         key = as_of or ""
         if key not in self._replaced:
-            store = TimelineStore(self.storage)
             out: set[tuple[str, str]] = set()
             for inst in self.timeline.completed((REPLACE_COMMIT,)):
                 if as_of is not None and inst.timestamp > as_of:
                     continue
-                md = CommitMetadata.from_json(store.read_json(inst))
+                md = commit_metadata(self.storage, self.timeline, inst)
                 for part, ids in (md.partition_to_replace_file_ids or {}).items():
                     out.update((part, fid) for fid in ids)
             self._replaced[key] = out

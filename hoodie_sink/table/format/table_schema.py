@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from hoodie_sink.errors import HoodieTableError
-from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.properties import TableConfig, read_table_config
-from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.format.timeline.timeline import Timeline, commit_metadata
 from hoodie_sink.table.storage import Storage
 
 
 def latest_schema(storage: Storage, timeline: Timeline, table: TableConfig | None = None) -> str | None:
     """The table's Avro schema JSON: latest completed commit carrying one, else the create schema."""
-    store = TimelineStore(storage)
     for inst in reversed(timeline.completed()):
-        md = CommitMetadata.from_json(store.read_json(inst))
+        md = commit_metadata(storage, timeline, inst)
         if md.schema:
             return md.schema
     if table is None:

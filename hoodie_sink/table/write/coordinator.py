@@ -38,7 +38,7 @@ from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
 from hoodie_sink.table.format.keygen import check_key_columns
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
-from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
+from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
 from hoodie_sink.table.format.schema import (
     META_COLUMNS,
@@ -58,9 +58,10 @@ from hoodie_sink.table.format.timeline.instant import (
     INFLIGHT,
     REPLACE_COMMIT,
     REQUESTED,
+    WRITE_ACTIONS,
     Instant,
 )
-from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, TimelineStore
+from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.conflicts import check_clustering_conflicts
 from hoodie_sink.table.write.context import (
@@ -91,17 +92,15 @@ def resolve_operation(cfg: WriteConfig, overwrite: bool) -> WriteConfig:
     return cfg.with_(operation="insert_overwrite_table")
 
 
-def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) -> WriteContext:
+def begin(
+    cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False, timeline: ActiveTimeline | None = None
+) -> WriteContext:
+    """Start the write's instant.  The timeline is loaded once for all of begin's steps (the
+    rollback, the schema, the file groups, the instant time); `timeline` is a load the caller
+    has just made of an existing table (the streaming begin read its checkpoints from it)."""
     cfg = resolve_operation(cfg, overwrite)
     storage = Storage(cfg.path)
-    exists = table_exists(storage)
-    if exists:
-        table = read_table_config(storage)
-        cfg = resolve_with_table(cfg, table)
-    else:
-        check_not_foreign(storage)
-        table = new_table_config(cfg)
-        cfg = cfg.with_(table_name=table.name, payload_class=table.payload_class)
+    cfg, table, exists = _open_table(cfg, storage)
     # Everything that can refuse the options or the input is checked before anything is written.
     _check_input_columns(cfg, input_schema)
     data_schema = storage_schema(_without_meta(input_schema))
@@ -111,50 +110,12 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
         if cfg.operation == "delete":
             raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
         create_table(storage, table)
-    timeline = Timeline.load(storage)
-    rollback_failed_writes(storage, timeline, config=cfg)
-    timeline = Timeline.load(storage)
+    timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
     existing = latest_schema(storage, timeline, table) if exists else None
-    if existing and cfg.operation == "delete":
-        # Deletes need only the key (and partition) columns: the table keeps its schema.
-        incoming = json.loads(existing)
-        data_schema = storage_schema(avro_to_arrow(incoming, force_nullable=True))
-    elif existing:
-        existing_avro = json.loads(existing)
-        if cfg.set_null_for_missing_columns:
-            data_schema = with_missing_as_nulls(data_schema, existing_avro)
-            incoming = arrow_to_avro(data_schema, table.name)
-        check_compatible(existing_avro, incoming)
-        data_schema = _table_order(data_schema, existing_avro)
-        incoming = arrow_to_avro(data_schema, table.name)
-
-    if cfg.operation in REPLACE_OPERATIONS:
-        action = REPLACE_COMMIT
-    else:
-        # Inserts into a merge-on-read table are new base files, published as a deltacommit.
-        action = DELTA_COMMIT if table.table_type == MERGE_ON_READ else COMMIT
-    store = TimelineStore(storage)
-    op_type = OPERATION_TYPES[cfg.operation]
-    # The first beat comes before the instant appears: a concurrent writer's rollback must never
-    # see this instant pending without a live heartbeat (it would take it for a crashed write).
-    requested = store.create_requested_at_new_time(
-        timeline.last_instant_time(),
-        action,
-        encode_requested_replace(op_type) if action == REPLACE_COMMIT else b"",
-        before=lambda ts: Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat(),
-    )
-    instant = requested.timestamp
-    store.transition_to_inflight(requested, inflight_workload_json(op_type))
-    base_files: tuple[BaseFile, ...] = ()
-    clustering: tuple = ()
-    avg_size = cfg.record_size_estimate
-    # insert packs small files, but not in a merge-on-read table: a file group there may have log
-    # files, which rewriting its base file would orphan (Hudi appends such inserts to the logs).
-    packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
-    if (cfg.operation in KEYED_OPERATIONS or packs) and existing:
-        base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
-        avg_size = _average_record_size(storage, timeline) or avg_size
-        clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))
+    data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
+    action = _action_of(cfg, table)
+    instant = _publish_instant(storage, cfg, timeline, action)
+    base_files, avg_size, clustering = _file_groups_to_assign(cfg, table, timeline, bool(existing))
     ctx = WriteContext(
         config=cfg,
         base_files=base_files,
@@ -168,15 +129,96 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False) ->
         data_schema=data_schema,
         created_table=not exists,
     )
-    log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, op_type)
+    log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, ctx.operation_type)
     return ctx
 
 
-def _average_record_size(storage: Storage, timeline: Timeline) -> int | None:
-    """Bytes per record on storage, from the latest commits (as Hudi sizes new file groups)."""
+def _open_table(cfg: WriteConfig, storage: Storage) -> tuple[WriteConfig, TableConfig, bool]:
+    """The table's settings (those of the table to create, if there is none yet), and the
+    options resolved against them."""
+    if table_exists(storage):
+        table = read_table_config(storage)
+        return resolve_with_table(cfg, table), table, True
+    check_not_foreign(storage)
+    table = new_table_config(cfg)
+    return cfg.with_(table_name=table.name, payload_class=table.payload_class), table, False
+
+
+def _roll_back_failed_writes(
+    storage: Storage, cfg: WriteConfig, timeline: ActiveTimeline | None
+) -> ActiveTimeline:
+    """Roll back what failed writers left; the timeline after it.  Loaded again only if it had
+    pending writes (a rollback may have removed them): a table with none is listed once."""
+    timeline = timeline if timeline is not None else ActiveTimeline.load(storage)
+    rollback_failed_writes(storage, timeline, config=cfg)
+    if timeline.pending(WRITE_ACTIONS):
+        timeline = ActiveTimeline.load(storage)
+    return timeline
+
+
+def _reconcile_schema(
+    cfg: WriteConfig, table: TableConfig, data_schema: pa.Schema, incoming: dict, existing: str | None
+) -> tuple[pa.Schema, dict]:
+    """The write's storage and Avro schemas against the table's latest schema (if any)."""
+    if existing and cfg.operation == "delete":
+        # Deletes need only the key (and partition) columns: the table keeps its schema.
+        incoming = json.loads(existing)
+        return storage_schema(avro_to_arrow(incoming, force_nullable=True)), incoming
+    if existing:
+        existing_avro = json.loads(existing)
+        if cfg.set_null_for_missing_columns:
+            data_schema = with_missing_as_nulls(data_schema, existing_avro)
+            incoming = arrow_to_avro(data_schema, table.name)
+        check_compatible(existing_avro, incoming)
+        data_schema = _table_order(data_schema, existing_avro)
+        incoming = arrow_to_avro(data_schema, table.name)
+    return data_schema, incoming
+
+
+def _action_of(cfg: WriteConfig, table: TableConfig) -> str:
+    if cfg.operation in REPLACE_OPERATIONS:
+        return REPLACE_COMMIT
+    # Inserts into a merge-on-read table are new base files, published as a deltacommit.
+    return DELTA_COMMIT if table.table_type == MERGE_ON_READ else COMMIT
+
+
+def _publish_instant(storage: Storage, cfg: WriteConfig, timeline: Timeline, action: str) -> str:
+    """Publish `<t>.<action>.requested`, then the inflight file; the new instant time `t`."""
     store = TimelineStore(storage)
+    op_type = OPERATION_TYPES[cfg.operation]
+    # The first beat comes before the instant appears: a concurrent writer's rollback must never
+    # see this instant pending without a live heartbeat (it would take it for a crashed write).
+    requested = store.create_requested_at_new_time(
+        timeline.last_instant_time(),
+        action,
+        encode_requested_replace(op_type) if action == REPLACE_COMMIT else b"",
+        before=lambda ts: Heartbeat(storage, ts, cfg.heartbeat_interval_ms / 1000).beat(),
+    )
+    store.transition_to_inflight(requested, inflight_workload_json(op_type))
+    return requested.timestamp
+
+
+def _file_groups_to_assign(
+    cfg: WriteConfig, table: TableConfig, timeline: ActiveTimeline, has_data: bool
+) -> tuple[tuple[BaseFile, ...], int, tuple]:
+    """What the bucket assigner needs of the table: its latest base files, the average record
+    size and the file groups under pending clustering (only for operations that look them up)."""
+    # insert packs small files, but not in a merge-on-read table: a file group there may have log
+    # files, which rewriting its base file would orphan (Hudi appends such inserts to the logs).
+    packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
+    if not (cfg.operation in KEYED_OPERATIONS or packs) or not has_data:
+        return (), cfg.record_size_estimate, ()
+    storage = timeline.storage
+    base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
+    avg_size = _average_record_size(timeline) or cfg.record_size_estimate
+    clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))
+    return base_files, avg_size, clustering
+
+
+def _average_record_size(timeline: ActiveTimeline) -> int | None:
+    """Bytes per record on storage, from the latest commits (as Hudi sizes new file groups)."""
     for inst in reversed(timeline.completed()[-5:]):
-        totals = CommitMetadata.from_json(store.read_json(inst)).totals()
+        totals = timeline.commit_metadata(inst).totals()
         if totals["numWrites"] > 0 and totals["totalWriteBytes"] > 0:
             return max(1, totals["totalWriteBytes"] // totals["numWrites"])
     return None

@@ -27,9 +27,8 @@ import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError
-from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.properties import PROPERTIES_FILE
-from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline, commit_metadata
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.context import WriteContext
@@ -48,13 +47,14 @@ def default_identifier(options: dict[str, str]) -> str:
 
 
 def committed_checkpoints(storage: Storage, timeline: Timeline | None = None) -> dict[str, str]:
-    """The newest checkpoint map on the timeline ({} if none)."""
-    if not storage.exists(PROPERTIES_FILE):
-        return {}
-    timeline = timeline or Timeline.load(storage)
-    store = TimelineStore(storage)
+    """The newest checkpoint map on the timeline ({} if none): commits are read newest first, up
+    to the first that carries one (the newest, once the stream has committed)."""
+    if timeline is None:
+        if not storage.exists(PROPERTIES_FILE):
+            return {}
+        timeline = ActiveTimeline.load(storage)
     for inst in reversed(timeline.completed()):
-        raw = CommitMetadata.from_json(store.read_json(inst)).extra_metadata.get(CHECKPOINT_KEY)
+        raw = commit_metadata(storage, timeline, inst).extra_metadata.get(CHECKPOINT_KEY)
         if raw:
             try:
                 return {str(k): str(v) for k, v in json.loads(raw).items()}
@@ -63,16 +63,23 @@ def committed_checkpoints(storage: Storage, timeline: Timeline | None = None) ->
     return {}
 
 
-def is_committed(storage: Storage, identifier: str, batch_id: int) -> bool:
-    last = committed_checkpoints(storage).get(identifier)
+def batch_committed(checkpoints: dict[str, str], identifier: str, batch_id: int) -> bool:
+    last = checkpoints.get(identifier)
     return last is not None and last.lstrip("-").isdigit() and int(last) >= batch_id
+
+
+def with_checkpoint(checkpoints: dict[str, str], identifier: str, batch_id: int) -> dict[str, str]:
+    """extraMetadata entries for a commit of `batch_id`: other writers' entries carried forward."""
+    return {CHECKPOINT_KEY: json.dumps({**checkpoints, identifier: str(batch_id)}, sort_keys=True)}
+
+
+def is_committed(storage: Storage, identifier: str, batch_id: int, timeline: Timeline | None = None) -> bool:
+    return batch_committed(committed_checkpoints(storage, timeline), identifier, batch_id)
 
 
 def checkpoint_metadata(storage: Storage, identifier: str, batch_id: int) -> dict[str, str]:
     """extraMetadata entries for a commit of `batch_id`: other writers' entries carried forward."""
-    cps = committed_checkpoints(storage)
-    cps[identifier] = str(batch_id)
-    return {CHECKPOINT_KEY: json.dumps(cps, sort_keys=True)}
+    return with_checkpoint(committed_checkpoints(storage), identifier, batch_id)
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ def begin_batch(
     instant: the loser aborts its own."""
     storage = Storage(cfg.path)
     deadline = time.monotonic() + LOCK_TIMEOUT_S
+    wait_s = 0.01
     while True:
         ctx = load_context(storage, ref)
         if ctx is not None:
@@ -118,9 +126,11 @@ def begin_batch(
                 ctx = load_context(storage, ref)
                 if ctx is not None:
                     return ctx
-                if is_committed(storage, ref.identifier, ref.batch_id):
+                # one load of the timeline for the checkpoint check and the whole begin
+                timeline = ActiveTimeline.load(storage) if storage.exists(PROPERTIES_FILE) else None
+                if timeline is not None and is_committed(storage, ref.identifier, ref.batch_id, timeline):
                     return None
-                ctx = coordinator.begin(cfg, schema, overwrite=overwrite)
+                ctx = coordinator.begin(cfg, schema, overwrite=overwrite, timeline=timeline)
                 if storage.create_if_absent(ref.ctx_path, pickle.dumps(ctx)):
                     return ctx
                 coordinator.abort(ctx, settle_seconds=0)  # nothing written under it yet
@@ -133,7 +143,10 @@ def begin_batch(
                 f"Timed out waiting for the instant of micro-batch {ref.batch_id} on {cfg.path} "
                 f"(lock {storage.full(ref.lock_path)}). Help: delete the lock file if its writer is gone."
             )
-        time.sleep(0.1)
+        # The other tasks of the batch wait here for the first one's begin (tens of ms): look
+        # again soon, then back off (a fixed 0.1 s cost every micro-batch up to 0.1 s).
+        time.sleep(wait_s)
+        wait_s = min(0.1, wait_s * 2)
 
 
 def _steal_stale_lock(storage: Storage, lock: str, stale_after_s: float = 60.0) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
+from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.timeline.instant import (
     COMPLETED,
     INFLIGHT,
@@ -39,12 +40,7 @@ class Timeline:
 
     @staticmethod
     def load(storage: Storage) -> Timeline:
-        found = []
-        for name in storage.list_names(META_DIR):
-            inst = Instant.parse(name)
-            if inst is not None:
-                found.append(inst)
-        return Timeline(tuple(sorted(found)))
+        return Timeline(_list_instants(storage))
 
     @cached_property
     def _by_time(self) -> dict[str, list[Instant]]:
@@ -54,21 +50,44 @@ class Timeline:
         return out
 
     def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
+        if actions == WRITE_ACTIONS:
+            return list(self._completed_writes)
         return [i for i in self.instants if i.is_completed and i.action in actions]
 
+    @cached_property
+    def _completed_writes(self) -> tuple[Instant, ...]:
+        # asked by every step of a write (schema, record size, checkpoints, the fs view)
+        return tuple(i for i in self.instants if i.is_completed and i.action in WRITE_ACTIONS)
+
     def completed_times(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> set[str]:
+        if actions == WRITE_ACTIONS:
+            return set(self._completed_write_times)
         return {i.timestamp for i in self.completed(actions)}
+
+    # is_committed runs once per data file of a file-system view: computed once per timeline,
+    # not once per file (that was files x instants, seconds on a table of 1,000 commits)
+    @cached_property
+    def _completed_write_times(self) -> frozenset[str]:
+        return frozenset(i.timestamp for i in self._completed_writes)
+
+    @cached_property
+    def _earliest_write_time(self) -> str | None:
+        times = [i.timestamp for i in self.instants if i.action in WRITE_ACTIONS]
+        return min(times) if times else None
 
     def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
         """The latest state of every instant that has no completed file, oldest first."""
+        return [i for i in self._pending if actions is None or i.action in actions]
+
+    @cached_property
+    def _pending(self) -> tuple[Instant, ...]:
+        # a write asks several times (rollback, pending clusterings): computed once per timeline
         out = []
-        for _ts, states in sorted(self._by_time.items()):
+        for _, states in sorted(self._by_time.items()):
             if any(s.is_completed for s in states):
                 continue
-            latest = max(states, key=lambda s: (s.state == INFLIGHT, s.state == REQUESTED))
-            if actions is None or latest.action in actions:
-                out.append(latest)
-        return out
+            out.append(max(states, key=lambda s: (s.state == INFLIGHT, s.state == REQUESTED)))
+        return tuple(out)
 
     def latest_completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> Instant | None:
         done = self.completed(actions)
@@ -79,14 +98,13 @@ class Timeline:
 
     def earliest_write_instant_time(self) -> str | None:
         """Smallest instant among write actions in any state: older files count as archived."""
-        times = [i.timestamp for i in self.instants if i.action in WRITE_ACTIONS]
-        return min(times) if times else None
+        return self._earliest_write_time
 
     def is_committed(self, ts: str) -> bool:
         """Hudi's visibility rule (format doc §3.4): completed, or older than the timeline."""
-        if ts in self.completed_times():
+        if ts in self._completed_write_times:
             return True
-        earliest = self.earliest_write_instant_time()
+        earliest = self._earliest_write_time
         return earliest is None or ts < earliest
 
     def states_of(self, ts: str) -> list[Instant]:
@@ -94,6 +112,55 @@ class Timeline:
 
     def new_instant_time(self) -> str:
         return next_instant_time(self.last_instant_time())
+
+
+@dataclass(frozen=True)
+class ActiveTimeline(Timeline):
+    """The timeline as one write loaded it, with the storage it came from.
+
+    A write loads the timeline once and asks it several questions that need the newest commits'
+    metadata (the table schema, the average record size, the streaming checkpoint): each commit
+    file is read at most once per load, however many steps ask.  Reload (`load` again) where the
+    write must see what others did meanwhile (the commit: checkpoints, conflicts)."""
+
+    storage: Storage | None = field(default=None, compare=False, repr=False)
+    _metadata: dict[Instant, CommitMetadata] = field(default_factory=dict, compare=False, repr=False)
+
+    @staticmethod
+    def load(storage: Storage) -> ActiveTimeline:
+        return ActiveTimeline(_list_instants(storage), storage)
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        md = self._metadata.get(instant)
+        if md is None:
+            md = CommitMetadata.from_json(TimelineStore(self.storage).read_json(instant))
+            self._metadata[instant] = md
+        return md
+
+
+def commit_metadata(storage: Storage, timeline: Timeline, instant: Instant) -> CommitMetadata:
+    """The metadata of a completed instant: from the write's ActiveTimeline (read once), else
+    read from storage."""
+    if isinstance(timeline, ActiveTimeline):
+        return timeline.commit_metadata(instant)
+    return CommitMetadata.from_json(TimelineStore(storage).read_json(instant))
+
+
+@lru_cache(maxsize=200_000)
+def _parse_cached(name: str) -> Instant | None:
+    # A file name always means the same instant: a process that loads a timeline again (each
+    # micro-batch's begin and commit) parses only the names it has not seen.
+    return Instant.parse(name)
+
+
+def _list_instants(storage: Storage) -> tuple[Instant, ...]:
+    found = []
+    for name in storage.list_names(META_DIR):
+        inst = _parse_cached(name)
+        if inst is not None:
+            found.append(inst)
+    # Instant's own order, by a tuple key: the dataclass __lt__ costs ~10 ms per 3,000 files
+    return tuple(sorted(found, key=lambda i: (i.timestamp, i.action, i.state)))
 
 
 class TimelineStore:

@@ -45,7 +45,12 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator) -> StreamCommitMessage:
         tc = TaskContext.get()
-        batch_id = int(tc.getLocalProperty("streaming.sql.batchId"))
+        if tc is None:
+            raise RuntimeError("hoodie: the stream writer runs in a Spark task only")
+        batch = tc.getLocalProperty("streaming.sql.batchId")
+        if batch is None:
+            raise RuntimeError("hoodie: the task has no streaming batch id (streaming.sql.batchId)")
+        batch_id = int(batch)
         run_id = (
             tc.getLocalProperty("spark.jobGroup.id") or tc.getLocalProperty("sql.streaming.queryId") or "run"
         )
@@ -75,6 +80,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
                 log.info("hoodie: micro-batch %d already committed for %s; skipped", batchId, self.identifier)
             return  # empty micro-batch: no commit
         ref = written[0].ref
+        assert ref is not None, "a written task message names its micro-batch"
         storage = self.cfg_storage()
         ctx = streaming.load_context(storage, ref)
         if ctx is None:
@@ -88,7 +94,10 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         # which is skipped if its checkpoint is committed
         extra = streaming.with_checkpoint(checkpoints, self.identifier, batchId)
         client.complete(
-            ctx, [m.result for m in written], extra, label=f"micro-batch {batchId} of {self.identifier}"
+            ctx,
+            [m.result for m in written if m.result is not None],
+            extra,
+            label=f"micro-batch {batchId} of {self.identifier}",
         )
         streaming.forget_batch(storage, ref)
 

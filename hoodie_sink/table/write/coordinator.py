@@ -208,7 +208,7 @@ def _file_groups_to_assign(
     packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
     if not (cfg.operation in KEYED_OPERATIONS or packs) or not has_data:
         return (), cfg.record_size_estimate, ()
-    storage = timeline.storage
+    storage = timeline.table_storage
     base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
     avg_size = _average_record_size(timeline) or cfg.record_size_estimate
     clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))

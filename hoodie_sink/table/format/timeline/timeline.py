@@ -130,10 +130,18 @@ class ActiveTimeline(Timeline):
     def load(storage: Storage) -> ActiveTimeline:
         return ActiveTimeline(_list_instants(storage), storage)
 
+    @property
+    def table_storage(self) -> Storage:
+        if self.storage is None:
+            raise HoodieTableError(
+                "This timeline was built without its table's storage: load it with ActiveTimeline.load."
+            )
+        return self.storage
+
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         md = self._metadata.get(instant)
         if md is None:
-            md = CommitMetadata.from_json(TimelineStore(self.storage).read_json(instant))
+            md = CommitMetadata.from_json(TimelineStore(self.table_storage).read_json(instant))
             self._metadata[instant] = md
         return md
 
@@ -263,7 +271,9 @@ class TimelineStore:
             ) from e
 
 
-def _state_unknown(storage: Storage, done: Instant, error: Exception, check) -> HoodieCommitStateUnknown:
+def _state_unknown(
+    storage: Storage, done: Instant, error: Exception, check: object
+) -> HoodieCommitStateUnknown:
     return HoodieCommitStateUnknown(
         f"Commit {done.timestamp} on {storage.base_uri} may or may not have landed: publishing "
         f"{storage.full(f'{META_DIR}/{done.file_name}')} failed ({error}) and checking it failed too ({check}). "

@@ -408,7 +408,11 @@ class WriteConfig:
     ignored: tuple[str, ...] = ()
 
     @staticmethod
-    def from_options(options: Mapping[str, str], path: str | None = None) -> WriteConfig:
+    def from_options(
+        options: Mapping[str, str], path: str | None = None, overwrite: bool = False
+    ) -> WriteConfig:
+        """`overwrite`: the write's save mode is overwrite (Spark's mode("overwrite"), the engine API's
+        mode="overwrite"); the operation is decided here, once, with it."""
         values: dict[str, Any] = {}
         explicit: set[str] = set()
         ignored: list[str] = []
@@ -440,8 +444,7 @@ class WriteConfig:
                 "Help: SQL tables created with CREATE TABLE ... USING hoodie pass no options; use "
                 "CREATE TEMPORARY VIEW v USING hoodie OPTIONS (path '/path/to/table', ...) and INSERT INTO v."
             )
-        if values.get("append_mode") and values.get("operation", "upsert") == "insert":
-            values["operation"] = "append"
+        values["operation"] = _operation(values, overwrite)
         cfg = WriteConfig(
             path=target, explicit=frozenset(explicit), commit_extra=extra, ignored=tuple(ignored), **values
         )
@@ -510,6 +513,18 @@ class WriteConfig:
         base = os.path.basename(self.path.rstrip("/")) or "hoodie_table"
         name = re.sub(r"[^A-Za-z0-9_]", "_", base)
         return name if re.match(r"[A-Za-z_]", name) else f"t_{name}"
+
+
+def _operation(values: Mapping[str, Any], overwrite: bool) -> str:
+    """The one place the write's operation is decided: mode("overwrite") replaces the table's
+    data (insert_overwrite_table) unless the write names insert_overwrite (the written partitions
+    only); append.mode turns insert into append."""
+    operation = str(values.get("operation", "upsert"))
+    if overwrite and not ("operation" in values and operation == "insert_overwrite"):
+        return "insert_overwrite_table"
+    if values.get("append_mode") and operation == "insert":
+        return "append"
+    return operation
 
 
 def option_keys() -> list[str]:

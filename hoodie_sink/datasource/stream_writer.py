@@ -38,10 +38,9 @@ class StreamCommitMessage(WriterCommitMessage):
 class HoodieStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
         opts = dict(options)
-        self.cfg = WriteConfig.from_options(opts)
+        self.cfg = WriteConfig.from_options(opts, overwrite=overwrite)
         self.identifier = self.cfg.checkpoint_identifier or streaming.default_identifier(opts)
         self.arrow_schema = spark_to_arrow(schema)
-        self.overwrite = overwrite
 
     def write(self, iterator) -> StreamCommitMessage:
         tc = TaskContext.get()
@@ -60,7 +59,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
             first = next(iterator, None)
         if first is None:
             return StreamCommitMessage(ref)  # an empty task begins nothing
-        ctx = streaming.begin_batch(self.cfg, self.arrow_schema, ref, self.overwrite)
+        ctx = streaming.begin_batch(self.cfg, self.arrow_schema, ref)
         if ctx is None:
             return StreamCommitMessage(ref, skipped=True)
 

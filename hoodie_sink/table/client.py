@@ -54,8 +54,8 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
     if mode not in ("append", "overwrite"):
         raise HoodieConfigError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
     schema, batches = _batches(data)
-    cfg = WriteConfig.from_options(options, path=path)
-    ctx = begin(cfg, schema, overwrite=(mode == "overwrite"))
+    cfg = WriteConfig.from_options(options, path=path, overwrite=(mode == "overwrite"))
+    ctx = begin(cfg, schema)
     try:
         result = write_task(ctx, TaskIdentity(only_task=True), batches)
         return complete(ctx, [result])

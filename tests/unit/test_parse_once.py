@@ -115,3 +115,28 @@ def test_a_write_resolved_against_the_table_equals_one_that_names_the_table_sett
     )
     assert {s: getattr(from_table, s) for s in settings} == {s: getattr(named, s) for s in settings}
     assert from_table.resolved_keygen == "TIMESTAMP" and from_table.ts_type == "EPOCHMILLISECONDS"
+
+
+@pytest.mark.parametrize(
+    ("options", "overwrite", "operation"),
+    [
+        ({}, False, "upsert"),
+        ({}, True, "insert_overwrite_table"),
+        ({"hoodie.datasource.write.operation": "insert"}, True, "insert_overwrite_table"),
+        ({"hoodie.datasource.write.operation": "insert_overwrite"}, True, "insert_overwrite"),
+        (
+            {"hoodie.datasource.write.operation": "insert", "hoodie.datasource.write.append.mode": "true"},
+            False,
+            "append",
+        ),
+    ],
+)
+def test_the_operation_is_decided_once_at_parse_time(options, overwrite, operation):
+    import inspect
+
+    from hoodie_sink.table.write import coordinator, streaming
+
+    assert WriteConfig.from_options(options, path="x", overwrite=overwrite).operation == operation
+    # nothing after the boundary re-decides it
+    assert "overwrite" not in inspect.signature(coordinator.begin).parameters
+    assert "overwrite" not in inspect.signature(streaming.begin_batch).parameters

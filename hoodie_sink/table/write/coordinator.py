@@ -83,22 +83,10 @@ from hoodie_sink.table.write.table_setup import (
 log = logging.getLogger(__name__)
 
 
-def resolve_operation(cfg: WriteConfig, overwrite: bool) -> WriteConfig:
-    """mode("overwrite") replaces the table's data (or the written partitions)."""
-    if not overwrite:
-        return cfg
-    if "operation" in cfg.explicit and cfg.operation == "insert_overwrite":
-        return cfg
-    return cfg.with_(operation="insert_overwrite_table")
-
-
-def begin(
-    cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False, timeline: ActiveTimeline | None = None
-) -> WriteContext:
+def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | None = None) -> WriteContext:
     """Start the write's instant.  The timeline is loaded once for all of begin's steps (the
     rollback, the schema, the file groups, the instant time); `timeline` is a load the caller
     has just made of an existing table (the streaming begin read its checkpoints from it)."""
-    cfg = resolve_operation(cfg, overwrite)
     storage = Storage(cfg.path)
     cfg, table, exists = _open_table(cfg, storage)
     # Everything that can refuse the options or the input is checked before anything is written.

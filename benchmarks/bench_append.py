@@ -123,13 +123,46 @@ def part1(spark, args, scratch, rows_out):
     if True:
         results["spark"] = best_of("spark", lambda: src.write.partitionBy("city").parquet(work), args.repeat,
                                    args.wait_idle, empty)  # fmt: skip
-        results["append"] = best_of("append", lambda: src.write.format("hoodie").options(**KEYED).option(
-            "hoodie.datasource.write.operation", "append").mode("append").save(work), args.repeat, args.wait_idle, fresh)  # fmt: skip
+        results["append"] = best_of(
+            "append",
+            lambda: (
+                src.write.format("hoodie")
+                .options(**KEYED)
+                .option("hoodie.datasource.write.operation", "append")
+                .mode("append")
+                .save(work)
+            ),
+            args.repeat,
+            args.wait_idle,
+            fresh,
+        )
         files_append = dir_stats(work).data_files
-        results["keyless"] = best_of("keyless", lambda: src.write.format("hoodie").options(**BASE).option(
-            "hoodie.datasource.write.operation", "append").mode("append").save(work), args.repeat, args.wait_idle, empty)  # fmt: skip
-        results["upsert"] = best_of("upsert", lambda: src.write.format("hoodie").options(**KEYED).option(
-            "hoodie.datasource.write.operation", "upsert").mode("append").save(work), args.repeat, args.wait_idle, fresh)  # fmt: skip
+        results["keyless"] = best_of(
+            "keyless",
+            lambda: (
+                src.write.format("hoodie")
+                .options(**BASE)
+                .option("hoodie.datasource.write.operation", "append")
+                .mode("append")
+                .save(work)
+            ),
+            args.repeat,
+            args.wait_idle,
+            empty,
+        )
+        results["upsert"] = best_of(
+            "upsert",
+            lambda: (
+                src.write.format("hoodie")
+                .options(**KEYED)
+                .option("hoodie.datasource.write.operation", "upsert")
+                .mode("append")
+                .save(work)
+            ),
+            args.repeat,
+            args.wait_idle,
+            fresh,
+        )
     for name, s in results.items():
         rows_out.append({
             "part": "1", "case": f"{human_rows(n)} rows, {name}", "s": f"{s:.2f}", "rows/s": f"{n / s:,.0f}",
@@ -176,11 +209,27 @@ def part2(spark, args, scratch, rows_out):
     q_after = best_query(3)
     assert q_after[2] == q_before[2], (q_before, q_after)
     live_files = len(hoodie_sink_snapshot_files(path))
-    rows_out.append({"part": "2", "case": f"clustering {result.input_files} files -> {result.output_files}",
-                     "s": f"{s:.2f}", "rows/s": f"{result.rows / s:,.0f}", "x spark (speed)": "", "x upsert (speed)": ""})  # fmt: skip
+    rows_out.append(
+        {
+            "part": "2",
+            "case": f"clustering {result.input_files} files -> {result.output_files}",
+            "s": f"{s:.2f}",
+            "rows/s": f"{result.rows / s:,.0f}",
+            "x spark (speed)": "",
+            "x upsert (speed)": "",
+        }
+    )
     for label, (qs, parts, count) in (("before", q_before), ("after", q_after)):
-        rows_out.append({"part": "2", "case": f"query fare BETWEEN 10 AND 12 {label}: {parts} files read, {count:,} rows",
-                         "s": f"{qs:.2f}", "rows/s": "", "x spark (speed)": "", "x upsert (speed)": ""})  # fmt: skip
+        rows_out.append(
+            {
+                "part": "2",
+                "case": f"query fare BETWEEN 10 AND 12 {label}: {parts} files read, {count:,} rows",
+                "s": f"{qs:.2f}",
+                "rows/s": "",
+                "x spark (speed)": "",
+                "x upsert (speed)": "",
+            }
+        )
     print(f"  files on storage before {files_before}, live after {live_files}")
 
 
@@ -209,10 +258,17 @@ def part3(spark, args, scratch, rows_out):
         wall = time.perf_counter() - t0
         durations = sorted(p["durationMs"].get("addBatch", 0) for p in q.recentProgress if p["numInputRows"])
         live = len(hoodie_sink_snapshot_files(out))
-        rows_out.append({"part": "3", "case": f"stream {args.stream_batches} x {args.stream_rows:,} rows, {label}: "
-                         f"addBatch p50 {durations[len(durations) // 2]} ms, max {durations[-1]} ms; {live} live files",
-                         "s": f"{wall:.2f}", "rows/s": f"{args.stream_batches * args.stream_rows / wall:,.0f}",
-                         "x spark (speed)": "", "x upsert (speed)": ""})  # fmt: skip
+        rows_out.append(
+            {
+                "part": "3",
+                "case": f"stream {args.stream_batches} x {args.stream_rows:,} rows, {label}: "
+                f"addBatch p50 {durations[len(durations) // 2]} ms, max {durations[-1]} ms; {live} live files",
+                "s": f"{wall:.2f}",
+                "rows/s": f"{args.stream_batches * args.stream_rows / wall:,.0f}",
+                "x spark (speed)": "",
+                "x upsert (speed)": "",
+            }
+        )
 
 
 def hoodie_sink_snapshot_files(path):

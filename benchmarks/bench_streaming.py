@@ -56,6 +56,8 @@ from datetime import datetime
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # benchmarks/ is not a package: the scripts run as files and import their sibling directly.
+import contextlib
+
 from common import (
     CITIES,
     MiB,
@@ -294,10 +296,8 @@ class StderrTee:
                 chunk = f.read(65536)
                 if not chunk:
                     break
-                try:
+                with contextlib.suppress(OSError):
                     os.write(self.saved, chunk)
-                except OSError:
-                    pass
                 buf += chunk
                 *lines, buf = buf.split(b"\n")
                 for line in lines:
@@ -534,7 +534,8 @@ class Bench:
                 m = res.measured()
                 p50 = percentile([b.trigger_ms for b in m], 0.5) if m else float("nan")
                 self.log(
-                    f"  {inp.workload:<6} {inp.label:>9} {sink:<18} {res.wall_s:7.2f} s, {res.rows_per_s:>10,.0f} rows/s, "
+                    f"  {inp.workload:<6} {inp.label:>9} {sink:<18} {res.wall_s:7.2f} s, "
+                    f"{res.rows_per_s:>10,.0f} rows/s, "
                     f"batch p50 {p50:,.0f} ms, CPU {res.probe.cpu_share(CPUS):.0%}, others "
                     f"{res.probe.other_share(CPUS):.0%}{note}" + (f"\n      {res.check}" if res.check else "")
                 )
@@ -642,24 +643,28 @@ def throughput_rows(runs: list[Run]) -> list[dict[str, str]]:
         target = "-"
         if ratio is not None and inp.workload == "insert":
             target = "meets" if ratio >= TARGET_RATIO else "BELOW"
-        rows.append({
-            "workload": inp.workload,
-            "batches x rows": inp.label,
-            "sink": sink,
-            "runs": str(len(rs)),
-            "wall s": f"{best.wall_s:.2f}",
-            "median s": f"{statistics.median(r.wall_s for r in rs if not r.error):.2f}",
-            "rows/s": f"{best.rows_per_s:,.0f}",
-            "x parquet": f"{ratio:.2f}" if ratio is not None else "-",
-            f"target {TARGET_RATIO}": target,
-            "p50 ms": _ms(percentile(m, 0.5) if m else None),
-            "p95 ms": _ms(percentile(m, 0.95) if m else None),
-            "CPU %": f"{100 * best.probe.cpu_share(CPUS):.0f}" if best.probe else "-",
-            "others %": f"{100 * max(r.probe.other_share(CPUS) for r in rs if r.probe):.0f}",
-            "data MiB": f"{best.data_bytes / MiB:,.1f}",
-            "files": str(best.data_files),
-            "check": "OK" if all(r.ok for r in rs) and sink != "parquet" else ("rows OK" if all(r.ok for r in rs) else "MISMATCH"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "workload": inp.workload,
+                "batches x rows": inp.label,
+                "sink": sink,
+                "runs": str(len(rs)),
+                "wall s": f"{best.wall_s:.2f}",
+                "median s": f"{statistics.median(r.wall_s for r in rs if not r.error):.2f}",
+                "rows/s": f"{best.rows_per_s:,.0f}",
+                "x parquet": f"{ratio:.2f}" if ratio is not None else "-",
+                f"target {TARGET_RATIO}": target,
+                "p50 ms": _ms(percentile(m, 0.5) if m else None),
+                "p95 ms": _ms(percentile(m, 0.95) if m else None),
+                "CPU %": f"{100 * best.probe.cpu_share(CPUS):.0f}" if best.probe else "-",
+                "others %": f"{100 * max(r.probe.other_share(CPUS) for r in rs if r.probe):.0f}",
+                "data MiB": f"{best.data_bytes / MiB:,.1f}",
+                "files": str(best.data_files),
+                "check": "OK"
+                if all(r.ok for r in rs) and sink != "parquet"
+                else ("rows OK" if all(r.ok for r in rs) else "MISMATCH"),
+            }
+        )
     return rows
 
 

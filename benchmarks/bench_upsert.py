@@ -554,7 +554,8 @@ class Bench:
         self.warm_batch = df
         self.last_python_use = time.monotonic()
         self.log(
-            f"warm-up: {WARMUP_ROWS:,}-row tables, bulk_insert + 3 upserts + delta merge in {time.perf_counter() - t0:.1f} s"
+            f"warm-up: {WARMUP_ROWS:,}-row tables, bulk_insert + 3 upserts + delta merge in "
+            f"{time.perf_counter() - t0:.1f} s"
         )
 
     def make_batch(
@@ -592,7 +593,8 @@ class Bench:
         staging = os.path.join(self.scratch, f"base_src_{n}")
         base_df = materialise(trips_df(spark, n), staging)
         self.log(
-            f"  base data generated in {time.perf_counter() - t0:.1f} s ({dir_stats(staging, ()).data_bytes / MiB:,.0f} MiB parquet)"
+            f"  base data generated in {time.perf_counter() - t0:.1f} s "
+            f"({dir_stats(staging, ()).data_bytes / MiB:,.0f} MiB parquet)"
         )
 
         hoodie_base = os.path.join(self.scratch, f"hoodie_base_{n}")
@@ -673,8 +675,13 @@ class Bench:
                 r.note = desc
                 self.run(r, hoodie_base, self.spark_upsert(batch, "random", extra), *expect, repeat=1)
                 if r.by_kind:
-                    self.log("      per worker kind, max RSS / HWM MiB: " + ", ".join(
-                        f"{k} {v[0] / 1024:,.0f} / {v[1] / 1024:,.0f}" for k, v in sorted(r.by_kind.items())))  # fmt: skip
+                    self.log(
+                        "      per worker kind, max RSS / HWM MiB: "
+                        + ", ".join(
+                            f"{k} {v[0] / 1024:,.0f} / {v[1] / 1024:,.0f}"
+                            for k, v in sorted(r.by_kind.items())
+                        )
+                    )
             del batch
 
         for d in (hoodie_base, delta_base, staging):
@@ -724,23 +731,32 @@ class Bench:
                     )
             c = r.commit
             m = r.delta_metrics or {}
-            row.update({
-                "s": f"{r.seconds:.2f}",
-                "runs s": ", ".join(f"{x:.1f}" for x in r.all_seconds),
-                "x delta": ratio or "-",
-                "target": target or "-",
-                "CPU %": f"{100 * r.probe.cpu_share(CPUS):.0f}",
-                "others %": f"{100 * r.probe.other_share(CPUS):.0f}",
-                "files rewritten/new": f"{c.rewritten}/{c.created}" if c else
-                                       (f"{m.get('num_target_files_removed')}/{m.get('num_target_files_added')}" if m else "-"),
-                "contended/staged": f"{c.sink_stats.get('contendedFileGroups', '?')}/{c.sink_stats.get('stagedRecords', 0):,}" if c else "-",
-                "check": "-" if r.ok is None else ("OK" if r.ok else "MISMATCH"),
-            })  # fmt: skip
+            row.update(
+                {
+                    "s": f"{r.seconds:.2f}",
+                    "runs s": ", ".join(f"{x:.1f}" for x in r.all_seconds),
+                    "x delta": ratio or "-",
+                    "target": target or "-",
+                    "CPU %": f"{100 * r.probe.cpu_share(CPUS):.0f}",
+                    "others %": f"{100 * r.probe.other_share(CPUS):.0f}",
+                    "files rewritten/new": f"{c.rewritten}/{c.created}"
+                    if c
+                    else (
+                        f"{m.get('num_target_files_removed')}/{m.get('num_target_files_added')}" if m else "-"
+                    ),
+                    "contended/staged": f"{c.sink_stats.get('contendedFileGroups', '?')}/"
+                    f"{c.sink_stats.get('stagedRecords', 0):,}"
+                    if c
+                    else "-",
+                    "check": "-" if r.ok is None else ("OK" if r.ok else "MISMATCH"),
+                }
+            )
             rows.append(row)
         print()
         print(format_table(rows))
         print(
-            "s = wall seconds of the upsert, best of the runs listed in runs s (Spark: the save() call incl. the commit; "
+            "s = wall seconds of the upsert, best of the runs listed in runs s "
+            "(Spark: the save() call incl. the commit; "
             "engine: hoodie_sink.write; delta: merge().execute()), each from a fresh copy of the base table; "
             "x delta = s / the delta merge of the same batch "
             "in the same part; files rewritten/new = hoodie: file groups given a new version / new file groups in the "
@@ -753,7 +769,8 @@ class Bench:
             print()
             print(
                 "Memory of this session's Spark Python workers during the part-4 upserts (VmRSS sampled every "
-                f"{self.args.sample_interval} s, VmHWM = kernel peak; sums count pages shared with the daemon once per process):"
+                f"{self.args.sample_interval} s, VmHWM = kernel peak; "
+                "sums count pages shared with the daemon once per process):"
             )
             mrows = []
             for r in mem:
@@ -830,8 +847,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir")
     ap.add_argument("--driver-memory", default="6g", help="spark.driver.memory")
     ap.add_argument("--sample-interval", type=float, default=0.1, help="seconds between /proc samples")
-    ap.add_argument("--wait-idle", type=float, default=60.0,
-                    help="before each timed run wait up to this many s for other processes to go quiet (0: don't)")  # fmt: skip
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=60.0,
+        help="before each timed run wait up to this many s for other processes to go quiet (0: don't)",
+    )
     ap.add_argument("--busy-threshold", type=float, default=0.15, help="CPU share of other processes = busy")
     ap.add_argument("--contended-retries", type=int, default=1, help="re-runs of a run others made busy")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs per case in parts 1-3 (best is shown)")

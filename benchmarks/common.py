@@ -203,7 +203,7 @@ class DirStats:
 def dir_stats(path: str, metadata_dirs: Sequence[str] = (".hoodie",)) -> DirStats:
     data_bytes = data_files = total_bytes = total_files = 0
     partition_dirs: set[str] = set()
-    for root, dirs, names in os.walk(path):
+    for root, _dirs, names in os.walk(path):
         in_meta = any(part in metadata_dirs for part in os.path.relpath(root, path).split(os.sep))
         for name in names:
             size = os.path.getsize(os.path.join(root, name))

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.format.keygen import inferred_keygen_type, supported_keygen_type
+from hoodie_sink.table.format.properties import COPY_ON_WRITE
 
 # -- value parsers ---------------------------------------------------------------------------
 
@@ -56,13 +58,18 @@ def _float(key: str, v: str) -> float:
         raise HoodieConfigError(f"Option '{key}' must be a number, got '{v}'.") from None
 
 
-def _choice(*choices: str, aliases: Mapping[str, str] | None = None) -> Callable[[str, str], str]:
+def _choice(
+    *choices: str, aliases: Mapping[str, str] | None = None, upper: bool = False
+) -> Callable[[str, str], str]:
+    """A value among `choices` (any case; `aliases` map other spellings), returned in the one
+    spelling the code uses: lower case, or upper case (`upper`) where Hudi's own constants are."""
+
     def parse(key: str, v: str) -> str:
         s = v.strip().lower()
         s = (aliases or {}).get(s, s)
         if s not in choices:
             raise HoodieConfigError(f"Option '{key}' got '{v}'; accepted values: {', '.join(choices)}.")
-        return s
+        return s.upper() if upper else s
 
     return parse
 
@@ -127,17 +134,19 @@ OPTIONS: tuple[Option, ...] = (
            doc="With operation insert: write as the append operation (no index, no merge, a new file "
                "group per flush), as Hudi's Flink writer does for inserts into copy-on-write tables."),
     Option("hoodie.datasource.write.table.type", "table_type",
-           _choice("copy_on_write", "merge_on_read", aliases={"cow": "copy_on_write", "mor": "merge_on_read"}),
+           _choice("copy_on_write", "merge_on_read", aliases={"cow": "copy_on_write", "mor": "merge_on_read"},
+                   upper=True),
            ("type", "hoodie.table.type"), True),
     Option("hoodie.datasource.write.hive_style_partitioning", "hive_style", _bool, (), True),
     Option("hoodie.datasource.write.partitionpath.urlencode", "url_encode", _bool, (), True),
     Option("hoodie.datasource.write.keygenerator.type", "keygen_type",
            _choice("simple", "complex", "non_partition", "timestamp",
-                   aliases={"nonpartitioned": "non_partition", "non_partitioned": "non_partition"}), (), True),
+                   aliases={"nonpartitioned": "non_partition", "non_partitioned": "non_partition"}, upper=True),
+           (), True),
     Option("hoodie.datasource.write.keygenerator.class", "keygen_class", _str,
            ("hoodie.table.keygenerator.class",), True),
     Option("hoodie.keygen.timebased.timestamp.type", "ts_type",
-           _choice("unix_timestamp", "epochmilliseconds", "date_string", "scalar")),
+           _choice("unix_timestamp", "epochmilliseconds", "date_string", "scalar", upper=True)),
     Option("hoodie.keygen.timebased.input.dateformat", "ts_input_format", _str),
     Option("hoodie.keygen.timebased.output.dateformat", "ts_output_format", _str),
     Option("hoodie.keygen.timebased.timezone", "ts_timezone", _str),
@@ -335,23 +344,6 @@ def is_write_option(key: str) -> bool:
 # Non-hoodie keys Spark or users pass that we ignore silently.
 _PASSTHROUGH = ("path", "checkpointlocation", "queryname", "__path")
 
-KEYGEN_BY_CLASS = {
-    "org.apache.hudi.keygen.simplekeygenerator": "simple",
-    "org.apache.hudi.keygen.simpleavrokeygenerator": "simple",
-    "org.apache.hudi.keygen.complexkeygenerator": "complex",
-    "org.apache.hudi.keygen.complexavrokeygenerator": "complex",
-    "org.apache.hudi.keygen.nonpartitionedkeygenerator": "non_partition",
-    "org.apache.hudi.keygen.nonpartitionedavrokeygenerator": "non_partition",
-    "org.apache.hudi.keygen.timestampbasedkeygenerator": "timestamp",
-    "org.apache.hudi.keygen.timestampbasedavrokeygenerator": "timestamp",
-}
-CLASS_BY_KEYGEN = {
-    "simple": "org.apache.hudi.keygen.SimpleKeyGenerator",
-    "complex": "org.apache.hudi.keygen.ComplexKeyGenerator",
-    "non_partition": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-    "timestamp": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
-}
-
 MiB = 1024 * 1024
 
 
@@ -369,12 +361,12 @@ class WriteConfig:
     payload_class: str | None = None  # None: derived when the table is opened (see resolve_payload)
     set_null_for_missing_columns: bool = False
     operation: str = "upsert"
-    table_type: str = "copy_on_write"
+    table_type: str = COPY_ON_WRITE  # hoodie.properties' spelling
     hive_style: bool = False
     url_encode: bool = False
-    keygen_type: str | None = None
+    keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
     keygen_class: str | None = None
-    ts_type: str | None = None
+    ts_type: str | None = None  # UNIX_TIMESTAMP, EPOCHMILLISECONDS, DATE_STRING, SCALAR
     ts_input_format: str | None = None
     ts_output_format: str | None = None
     ts_timezone: str | None = None
@@ -416,7 +408,11 @@ class WriteConfig:
     ignored: tuple[str, ...] = ()
 
     @staticmethod
-    def from_options(options: Mapping[str, str], path: str | None = None) -> WriteConfig:
+    def from_options(
+        options: Mapping[str, str], path: str | None = None, overwrite: bool = False
+    ) -> WriteConfig:
+        """`overwrite`: the write's save mode is overwrite (Spark's mode("overwrite"), the engine API's
+        mode="overwrite"); the operation is decided here, once, with it."""
         values: dict[str, Any] = {}
         explicit: set[str] = set()
         ignored: list[str] = []
@@ -448,10 +444,7 @@ class WriteConfig:
                 "Help: SQL tables created with CREATE TABLE ... USING hoodie pass no options; use "
                 "CREATE TEMPORARY VIEW v USING hoodie OPTIONS (path '/path/to/table', ...) and INSERT INTO v."
             )
-        if "table_type" in values:
-            values["table_type"] = values["table_type"]
-        if values.get("append_mode") and values.get("operation", "upsert") == "insert":
-            values["operation"] = "append"
+        values["operation"] = _operation(values, overwrite)
         cfg = WriteConfig(
             path=target, explicit=frozenset(explicit), commit_extra=extra, ignored=tuple(ignored), **values
         )
@@ -463,7 +456,7 @@ class WriteConfig:
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
                 f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
             )
-        if self.table_type != "copy_on_write" and self.operation not in ("insert", "bulk_insert", "append"):
+        if self.table_type != COPY_ON_WRITE and self.operation not in ("insert", "bulk_insert", "append"):
             raise HoodieConfigError(
                 "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ' supports only the operations "
                 f"insert, bulk_insert and append so far, not '{self.operation}'."
@@ -476,11 +469,8 @@ class WriteConfig:
             raise HoodieConfigError(
                 f"Option 'hoodie.index.bloom.fpp' must be in (0, 1), got {self.bloom_fpp}."
             )
-        if self.keygen_class and self.keygen_class.lower() not in KEYGEN_BY_CLASS:
-            raise HoodieConfigError(
-                f"Option 'hoodie.datasource.write.keygenerator.class'='{self.keygen_class}' is not supported; "
-                f"supported: {', '.join(CLASS_BY_KEYGEN.values())}."
-            )
+        if self.keygen_class:
+            supported_keygen_type(self.keygen_class, "Option 'hoodie.datasource.write.keygenerator.class'")
         if self.index_type == "bucket" and self.num_buckets < 1:
             raise HoodieConfigError(
                 f"Option 'hoodie.bucket.index.num.buckets' must be at least 1, got {self.num_buckets}."
@@ -508,12 +498,10 @@ class WriteConfig:
         if self.keygen_type:
             return self.keygen_type
         if self.keygen_class:
-            return KEYGEN_BY_CLASS[self.keygen_class.lower()]
-        if not self.partition_fields:
-            return "non_partition"
-        if len(self.record_key_fields) > 1 or len(self.partition_fields) > 1:
-            return "complex"
-        return "simple"
+            return supported_keygen_type(
+                self.keygen_class, "Option 'hoodie.datasource.write.keygenerator.class'"
+            )
+        return inferred_keygen_type(self.record_key_fields, self.partition_fields)
 
     @property
     def commit_time_ordering(self) -> bool:
@@ -525,6 +513,18 @@ class WriteConfig:
         base = os.path.basename(self.path.rstrip("/")) or "hoodie_table"
         name = re.sub(r"[^A-Za-z0-9_]", "_", base)
         return name if re.match(r"[A-Za-z_]", name) else f"t_{name}"
+
+
+def _operation(values: Mapping[str, Any], overwrite: bool) -> str:
+    """The one place the write's operation is decided: mode("overwrite") replaces the table's
+    data (insert_overwrite_table) unless the write names insert_overwrite (the written partitions
+    only); append.mode turns insert into append."""
+    operation = str(values.get("operation", "upsert"))
+    if overwrite and not ("operation" in values and operation == "insert_overwrite"):
+        return "insert_overwrite_table"
+    if values.get("append_mode") and operation == "insert":
+        return "append"
+    return operation
 
 
 def option_keys() -> list[str]:

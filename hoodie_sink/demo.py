@@ -38,8 +38,8 @@ def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, 
         for _ in range(rows):
             ts += 1
             r = rng.random()
-            key = rng.choice(live) if live and r < 0.30 else None
-            if key not in model:  # deleted earlier in this batch: make it an insert
+            key = rng.choice(live) if live and r < 0.30 else ""
+            if key not in model:  # none picked, or deleted earlier in this batch: make it an insert
                 r = 1.0
             if r < 0.25:  # update
                 rec = {
@@ -53,8 +53,14 @@ def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, 
             else:  # insert
                 key = f"trip-{next_id:09d}"
                 next_id += 1
-                rec = {"trip_id": key, "city": CITIES[next_id % len(CITIES)], "rider": f"rider-{rng.randrange(1000):03d}",
-                       "fare": round(rng.uniform(5, 80), 2), "ts": ts, "_hoodie_is_deleted": False}  # fmt: skip
+                rec = {
+                    "trip_id": key,
+                    "city": CITIES[next_id % len(CITIES)],
+                    "rider": f"rider-{rng.randrange(1000):03d}",
+                    "fare": round(rng.uniform(5, 80), 2),
+                    "ts": ts,
+                    "_hoodie_is_deleted": False,
+                }
             out.append(rec)
             if rec["_hoodie_is_deleted"]:
                 model.pop(key, None)

@@ -68,7 +68,7 @@ class ReadConfig:
     def from_options(options: Mapping[str, str], path: str | None = None) -> ReadConfig:
         raw = {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
         ignored = []
-        for key, value in raw.items():
+        for key, _value in raw.items():
             if key in _KNOWN_READ_KEYS or not key.startswith("hoodie."):
                 continue
             if key.startswith(_INCREMENTAL_ONLY):

@@ -35,8 +35,8 @@ def task_identity() -> TaskIdentity:
 
 class HoodieBatchWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
-        cfg = WriteConfig.from_options(dict(options))
-        self.ctx = client.begin(cfg, spark_to_arrow(schema), overwrite=overwrite)
+        cfg = WriteConfig.from_options(dict(options), overwrite=overwrite)
+        self.ctx = client.begin(cfg, spark_to_arrow(schema))
 
     def write(self, iterator) -> HoodieCommitMessage:
         return HoodieCommitMessage(client.write_task(self.ctx, task_identity(), iterator))

@@ -203,7 +203,7 @@ class HoodiePushdownReader(HoodieReader):
             yield f  # Spark still evaluates every filter: pruning only skips whole files
 
 
-_SPARK_OPS = {
+_SPARK_OPS: dict[type, str] = {
     EqualTo: "=",
     GreaterThan: ">",
     GreaterThanOrEqual: ">=",

@@ -38,14 +38,18 @@ class StreamCommitMessage(WriterCommitMessage):
 class HoodieStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
         opts = dict(options)
-        self.cfg = WriteConfig.from_options(opts)
+        self.cfg = WriteConfig.from_options(opts, overwrite=overwrite)
         self.identifier = self.cfg.checkpoint_identifier or streaming.default_identifier(opts)
         self.arrow_schema = spark_to_arrow(schema)
-        self.overwrite = overwrite
 
     def write(self, iterator) -> StreamCommitMessage:
         tc = TaskContext.get()
-        batch_id = int(tc.getLocalProperty("streaming.sql.batchId"))
+        if tc is None:
+            raise RuntimeError("hoodie: the stream writer runs in a Spark task only")
+        batch = tc.getLocalProperty("streaming.sql.batchId")
+        if batch is None:
+            raise RuntimeError("hoodie: the task has no streaming batch id (streaming.sql.batchId)")
+        batch_id = int(batch)
         run_id = (
             tc.getLocalProperty("spark.jobGroup.id") or tc.getLocalProperty("sql.streaming.queryId") or "run"
         )
@@ -55,7 +59,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
             first = next(iterator, None)
         if first is None:
             return StreamCommitMessage(ref)  # an empty task begins nothing
-        ctx = streaming.begin_batch(self.cfg, self.arrow_schema, ref, self.overwrite)
+        ctx = streaming.begin_batch(self.cfg, self.arrow_schema, ref)
         if ctx is None:
             return StreamCommitMessage(ref, skipped=True)
 
@@ -75,6 +79,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
                 log.info("hoodie: micro-batch %d already committed for %s; skipped", batchId, self.identifier)
             return  # empty micro-batch: no commit
         ref = written[0].ref
+        assert ref is not None, "a written task message names its micro-batch"
         storage = self.cfg_storage()
         ctx = streaming.load_context(storage, ref)
         if ctx is None:
@@ -88,7 +93,10 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         # which is skipped if its checkpoint is committed
         extra = streaming.with_checkpoint(checkpoints, self.identifier, batchId)
         client.complete(
-            ctx, [m.result for m in written], extra, label=f"micro-batch {batchId} of {self.identifier}"
+            ctx,
+            [m.result for m in written if m.result is not None],
+            extra,
+            label=f"micro-batch {batchId} of {self.identifier}",
         )
         streaming.forget_batch(storage, ref)
 

@@ -10,6 +10,7 @@ needs the other.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeAlias
 
 import pyarrow as pa
 
@@ -24,7 +25,7 @@ from hoodie_sink.table.write.write_path import write_task
 
 __all__ = ["abort", "begin", "complete", "write", "write_task"]
 
-DataLike = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+DataLike: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
 
 
 def complete(
@@ -53,8 +54,8 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
     if mode not in ("append", "overwrite"):
         raise HoodieConfigError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
     schema, batches = _batches(data)
-    cfg = WriteConfig.from_options(options, path=path)
-    ctx = begin(cfg, schema, overwrite=(mode == "overwrite"))
+    cfg = WriteConfig.from_options(options, path=path, overwrite=(mode == "overwrite"))
+    ctx = begin(cfg, schema)
     try:
         result = write_task(ctx, TaskIdentity(only_task=True), batches)
         return complete(ctx, [result])

@@ -124,8 +124,12 @@ def test_clustering_while_an_append_stream_writes(spark, tmp_path):
 
 def test_upsert_into_file_group_under_pending_clustering_fails_and_leaves_table(spark, tmp_path):
     path = tmp_path / "t"
-    keyed = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
-             "hoodie.datasource.write.partitionpath.field": "city", "hoodie.datasource.write.precombine.field": "ts"}  # fmt: skip
+    keyed = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "hoodie.datasource.write.precombine.field": "ts",
+    }
     rows = [{"id": i, "city": "abc"[i % 3], "ts": 1, "fare": float(i)} for i in range(60)]
     for chunk in (rows[:30], rows[30:]):
         spark.createDataFrame(chunk, "id LONG, city STRING, ts LONG, fare DOUBLE").write.format(

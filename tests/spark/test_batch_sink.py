@@ -51,12 +51,13 @@ OPTS = {
 
 
 def trips_df(spark, n: int, start: int = 0, partitions: int = 3):
+    cities = F.array(F.lit("sf"), F.lit("nyc"), F.lit("chennai"))
     return (
         spark.range(start, start + n, 1, partitions)
-        .withColumn("city", F.element_at(F.array(F.lit("sf"), F.lit("nyc"), F.lit("chennai")), (F.col("id") % 3 + 1).cast("int")))
+        .withColumn("city", F.element_at(cities, (F.col("id") % 3 + 1).cast("int")))
         .withColumn("fare", F.col("id") * 1.5)
         .withColumn("ts", F.timestamp_seconds(F.col("id") + 1700000000))
-    )  # fmt: skip
+    )
 
 
 def expected(df) -> list[dict]:
@@ -264,9 +265,12 @@ def test_insert_into_tables_written_by_apache_hudi(spark, tmp_path, fixture):
 @pytest.mark.compat
 def test_read_fixtures_and_prune_partitions(spark, tmp_path):
     table = unzip_fixture("cow_v6_complexkeygen_hivestyle", tmp_path)
+
     # Fresh loads per query: Spark 4.3 reuses a pushed-down read plan for a later unfiltered
     # query on the same DataFrame (see hoodie_sink/datasource/reader.py).
-    load = lambda p: spark.read.format("hoodie").load(str(p))
+    def load(p):
+        return spark.read.format("hoodie").load(str(p))
+
     assert load(table).count() == 4
     pruned = load(table).where("byteField = 10")
     assert pruned.rdd.getNumPartitions() == 1

@@ -29,7 +29,8 @@ spark = (SparkSession.builder.master(master).appName("hoodie-cluster-test")
          .getOrCreate())
 df = spark.range(0, 20000, 1, 4).withColumn("city", F.concat(F.lit("c"), (F.col("id") % 4).cast("string")))
 opts = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "city"}
-df.write.format("hoodie").options(**opts).option("hoodie.datasource.write.operation", "bulk_insert").mode("append").save(path)
+writer = df.write.format("hoodie").options(**opts).option("hoodie.datasource.write.operation", "bulk_insert")
+writer.mode("append").save(path)
 # a task failure on the cluster: retried on an executor, no duplicates
 from tests.support import faulty_source
 df2 = spark.range(20000, 30000, 1, 4).withColumn("city", F.lit("c9"))
@@ -51,8 +52,13 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("worker")), "SPARK_LOG_DIR": str(tmp_path_factory.mktemp("logs"))}  # fmt: skip
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("worker")),
+        "SPARK_LOG_DIR": str(tmp_path_factory.mktemp("logs")),
+    }
     port = _free_port()
     master = subprocess.Popen(
         [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),

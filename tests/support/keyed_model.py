@@ -151,7 +151,7 @@ def assert_locations(table: pa.Table, model: KeyedModel) -> None:
     """The table's (record key, partition path) pairs are the model's; under a global index a key
     is in one partition only."""
     meta = ("_hoodie_record_key", "_hoodie_partition_path")
-    got = sorted(zip(*(table.column(c).to_pylist() for c in meta)))
+    got = sorted(zip(*(table.column(c).to_pylist() for c in meta), strict=True))
     assert got == model.locations()
     if model.is_global:
         keys = [k for k, _ in got]

@@ -117,15 +117,32 @@ def test_table_folders_depend_downwards_only():
 
 
 def test_format_imports_nothing_of_the_write_read_or_service_paths():
-    bad = [f"{m}:{line} imports {t}" for m, imps in IMPORTS.items() if m.startswith("hoodie_sink.table.format")
-           for t, line, _ in imps
-           if t.startswith(("hoodie_sink.table.write", "hoodie_sink.table.read", "hoodie_sink.table.services",
-                            "hoodie_sink.table.index", "hoodie_sink.table.client", "hoodie_sink.datasource"))]  # fmt: skip
+    bad = [
+        f"{m}:{line} imports {t}"
+        for m, imps in IMPORTS.items()
+        if m.startswith("hoodie_sink.table.format")
+        for t, line, _ in imps
+        if t.startswith(
+            (
+                "hoodie_sink.table.write",
+                "hoodie_sink.table.read",
+                "hoodie_sink.table.services",
+                "hoodie_sink.table.index",
+                "hoodie_sink.table.client",
+                "hoodie_sink.datasource",
+            )
+        )
+    ]
     assert not bad, "\n".join(bad)
 
 
 def test_no_late_imports_in_the_engine():
     """A function-level import of our own code in table/ is how a circle hides: not allowed."""
-    bad = [f"{m}:{line} imports {t} inside a function" for m, imps in IMPORTS.items()
-           if m.startswith("hoodie_sink.table") for t, line, top in imps if not top and t.startswith("hoodie_sink")]  # fmt: skip
+    bad = [
+        f"{m}:{line} imports {t} inside a function"
+        for m, imps in IMPORTS.items()
+        if m.startswith("hoodie_sink.table")
+        for t, line, top in imps
+        if not top and t.startswith("hoodie_sink")
+    ]
     assert not bad, "\n".join(bad)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import Any
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.replace_metadata import decode_requested_replace
@@ -46,7 +47,7 @@ class ClusteringGroup:
 # ----------------------------------------------------------------------------------- Avro form
 
 
-def to_avro_plan(groups: list[ClusteringGroup], cfg: WriteConfig, base_uri: str) -> dict:
+def to_avro_plan(groups: list[ClusteringGroup], cfg: WriteConfig, base_uri: str) -> dict[str, Any]:
     params = {
         "hoodie.clustering.plan.strategy.target.file.max.bytes": str(cfg.clustering_target_file_bytes),
         "hoodie.clustering.plan.strategy.class": PLAN_STRATEGY_CLASS,
@@ -83,7 +84,7 @@ def to_avro_plan(groups: list[ClusteringGroup], cfg: WriteConfig, base_uri: str)
     }
 
 
-def from_avro_plan(plan: dict, base_uri: str) -> tuple[list[ClusteringGroup], dict[str, str], bool]:
+def from_avro_plan(plan: dict[str, Any], base_uri: str) -> tuple[list[ClusteringGroup], dict[str, str], bool]:
     """(groups, strategy params, preserveHoodieMetadata) of a stored plan (ours or Java's)."""
     root = base_uri.rstrip("/") + "/"
     groups = []
@@ -104,7 +105,7 @@ def from_avro_plan(plan: dict, base_uri: str) -> tuple[list[ClusteringGroup], di
 # ------------------------------------------------------------------------- pending clustering
 
 
-def clustering_plan(storage: Storage, instant: Instant) -> dict | None:
+def clustering_plan(storage: Storage, instant: Instant) -> dict[str, Any] | None:
     """The Avro clustering plan of a replacecommit, or None if it is not a clustering."""
     try:
         raw = storage.read_bytes(TimelineStore(storage).path(instant.with_state(REQUESTED)))

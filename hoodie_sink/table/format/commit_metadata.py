@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 NULL_COMMIT = "null"
 SCHEMA_KEY = "schema"
@@ -31,9 +32,9 @@ class WriteStat:
     upsert_time_ms: int = 0
     min_record_key: str | None = None
     max_record_key: str | None = None
-    extra: dict = field(default_factory=dict)  # MOR: logVersion, baseFile, logFiles, ...
+    extra: dict[str, Any] = field(default_factory=dict)  # MOR: logVersion, baseFile, logFiles, ...
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = {
             "fileId": self.file_id,
             "path": self.path,
@@ -67,7 +68,7 @@ class WriteStat:
         return out
 
     @staticmethod
-    def from_json(d: dict) -> WriteStat:
+    def from_json(d: dict[str, Any]) -> WriteStat:
         rt = d.get("runtimeStats") or {}
         known = {
             "fileId", "path", "prevCommit", "numWrites", "numInserts", "numUpdateWrites",
@@ -89,7 +90,7 @@ class WriteStat:
             extra={k: v for k, v in d.items() if k not in known and v is not None},
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -113,8 +114,8 @@ class CommitMetadata:
             out.setdefault(s.partition_path, []).append(s)
         return out
 
-    def to_json(self) -> dict:
-        out: dict = {
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "partitionToWriteStats": {
                 p: [s.to_json() for s in stats]
                 for p, stats in sorted(self.partition_to_write_stats().items())
@@ -133,7 +134,7 @@ class CommitMetadata:
         return json.dumps(self.to_json(), indent=2).encode("utf-8")
 
     @staticmethod
-    def from_json(d: dict) -> CommitMetadata:
+    def from_json(d: dict[str, Any]) -> CommitMetadata:
         stats = [WriteStat.from_json(s) for ss in (d.get("partitionToWriteStats") or {}).values() for s in ss]
         return CommitMetadata(
             operation_type=d.get("operationType") or "UNKNOWN",

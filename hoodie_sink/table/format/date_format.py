@@ -320,10 +320,7 @@ def parse_with(strings: pa.Array, parser: _Parser, zone: str) -> pa.Array:
     days = month_start.astype("datetime64[D]").astype(np.int64) + day - 1
     seconds = ((hour * 60 + fields.get("minute", 0)) * 60) + fields.get("second", 0)
     local = days * 86_400_000 + seconds * 1000 + fields.get("millis", 0)
-    if parser.has_offset:
-        utc = local - offset_minutes * 60_000
-    else:
-        utc = local_to_utc(local, ok, zone)
+    utc = local - offset_minutes * 60000 if parser.has_offset else local_to_utc(local, ok, zone)
     return pa.array(utc, pa.int64(), mask=~ok)
 
 
@@ -345,7 +342,8 @@ def _offset_minutes(text: pa.Array) -> np.ndarray:
         )
     )
     sign = np.where(_np(pc.equal(pc.struct_field(parts, "s"), "-")), -1, 1)
-    return sign * (hours * 60 + minutes)
+    result: np.ndarray = sign * (hours * 60 + minutes)
+    return result
 
 
 def local_to_utc(local: np.ndarray, ok: np.ndarray, zone: str) -> np.ndarray:
@@ -370,4 +368,7 @@ def unit_to_millis(values: np.ndarray, unit: str) -> np.ndarray:
     mult, div = TIME_UNIT_MS[unit]
     if div == 1:
         return values * mult
-    return np.sign(values) * (np.abs(values) // div)  # Java TimeUnit.convert truncates toward zero
+    result: np.ndarray = np.sign(values) * (
+        np.abs(values) // div
+    )  # Java TimeUnit.convert truncates toward zero
+    return result

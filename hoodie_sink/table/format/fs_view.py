@@ -9,7 +9,7 @@ a completed replacecommit at or before the query instant.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from hoodie_sink.errors import HoodieTableError
@@ -81,7 +81,7 @@ def _is_partition(part: str, marked: set[str]) -> bool:
     return not any(seg.startswith((".", "_")) for seg in segments)
 
 
-def _walk_data(storage: Storage):
+def _walk_data(storage: Storage) -> Iterator[tuple[str, int]]:
     for info in storage.list_dir(""):
         name = info.base_name
         if name == META_DIR:
@@ -100,7 +100,9 @@ class FileSystemView:
         self._replaced: dict[str, set[tuple[str, str]]] = {}
 
     @staticmethod
-    def load(storage: Storage, timeline: Timeline | None = None, partitions: list[str] | None = None):
+    def load(
+        storage: Storage, timeline: Timeline | None = None, partitions: list[str] | None = None
+    ) -> FileSystemView:
         timeline = timeline or Timeline.load(storage)
         return FileSystemView(storage, timeline, list_table_files(storage, partitions))
 

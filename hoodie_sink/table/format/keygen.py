@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieKeyError
 from hoodie_sink.table.format.date_format import (
     TIME_UNIT_MS,
@@ -71,8 +70,30 @@ _SIMPLE_CLASS_NAMES = {
 _KEYGEN_PACKAGES = ("", "org.apache.hudi.keygen")
 _TIMESTAMP_TYPES = ("UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR")
 
-Data = pa.RecordBatch | pa.Table
-Column = pa.Array | pa.ChunkedArray
+Data: TypeAlias = pa.RecordBatch | pa.Table
+Column: TypeAlias = pa.Array | pa.ChunkedArray
+
+
+def inferred_keygen_type(record_key_fields: tuple[str, ...], partition_fields: tuple[str, ...]) -> str:
+    """The key generator type that the key and partition fields imply when none is named (Hudi's
+    own inference): no partition field -> NON_PARTITION; several keys or partition fields -> COMPLEX."""
+    if not partition_fields:
+        return "NON_PARTITION"
+    return "COMPLEX" if len(record_key_fields) > 1 or len(partition_fields) > 1 else "SIMPLE"
+
+
+def supported_keygen_type(class_name: str, option: str) -> str:
+    """The type of a key generator class named by `option`, refused unless we implement it."""
+    try:
+        kind = keygen_type_from_class(class_name)
+    except HoodieConfigError:
+        kind = None
+    if kind not in SUPPORTED_KEYGEN_TYPES:
+        raise HoodieConfigError(
+            f"{option}='{class_name}' is not supported; supported: "
+            f"{', '.join(KEYGEN_CLASSES[t] for t in SUPPORTED_KEYGEN_TYPES)}."
+        )
+    return kind
 
 
 def keygen_type_from_class(class_name: str) -> str:
@@ -235,7 +256,7 @@ def _column(data: Data, name: str) -> Column:
         head, _, rest = name.partition(".")
         col = data.column(head) if rest and head in names else None
         for part in rest.split(".") if col is not None else ():
-            if not pa.types.is_struct(col.type) or col.type.get_field_index(part) < 0:
+            if col is None or not pa.types.is_struct(col.type) or col.type.get_field_index(part) < 0:
                 col = None
                 break
             col = pc.struct_field(col, part)
@@ -444,7 +465,7 @@ def parse_partition_path(
             f"partition fields ({', '.join(fields)}). Help: check hoodie.table.partition.fields."
         )
     out: dict[str, str] = {}
-    for field, segment in zip(fields, segments):
+    for field, segment in zip(fields, segments, strict=True):
         value = segment
         if hive_style:
             prefix = f"{field}="
@@ -606,34 +627,6 @@ def _parse_date_strings(strings: pa.Array, field: str, cfg: KeyGenConfig) -> pa.
 
 # --------------------------------------------------------------------------------------------
 # From the write options, and checked against the input schema before a write starts
-
-
-def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
-    """The key generator of a write (options resolved against the table); raises
-    HoodieConfigError for options that no key generator can run with."""
-    kind = cfg.resolved_keygen
-    if kind == "timestamp":
-        # Java's TimestampBasedAvroKeyGenerator requires both (KeyGenUtils.checkRequiredProperties)
-        for option, value in (("hoodie.keygen.timebased.timestamp.type", cfg.ts_type),
-                              ("hoodie.keygen.timebased.output.dateformat", cfg.ts_output_format)):  # fmt: skip
-            if not value:
-                raise HoodieConfigError(
-                    f"Key generator TIMESTAMP needs option '{option}' (the table at {cfg.path} does not "
-                    f"record it either). Help: set it, e.g. timestamp.type=EPOCHMILLISECONDS and "
-                    f"output.dateformat=yyyy/MM/dd."
-                )
-    return KeyGenConfig(
-        keygen_type=kind.upper(),
-        record_key_fields=cfg.record_key_fields,
-        partition_fields=cfg.partition_fields if kind != "non_partition" else (),
-        hive_style=cfg.hive_style,
-        url_encode=cfg.url_encode,
-        timestamp_type=cfg.ts_type.upper() if cfg.ts_type else None,
-        input_date_format=cfg.ts_input_format,
-        output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
-        timezone=cfg.ts_timezone or "UTC",
-        keyless=not cfg.record_key_fields,
-    )
 
 
 def check_key_columns(config: KeyGenConfig, schema: pa.Schema, partitions: bool = True) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import Any
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.storage import Storage
@@ -190,7 +191,7 @@ class TableConfig:
             props[K_PAYLOAD] = self.payload_class
         return props
 
-    def with_updates(self, **changes) -> TableConfig:
+    def with_updates(self, **changes: Any) -> TableConfig:
         return replace(self, **changes)
 
 

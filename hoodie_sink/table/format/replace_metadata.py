@@ -14,7 +14,7 @@ import fastavro
 _NS = "org.apache.hudi.avro.model"
 
 
-def _opt(t: Any) -> list:
+def _opt(t: Any) -> list[Any]:
     return ["null", t]
 
 
@@ -70,7 +70,7 @@ REQUESTED_REPLACE_SCHEMA = {
 _PARSED = fastavro.parse_schema(REQUESTED_REPLACE_SCHEMA)
 
 
-def encode_requested_replace(operation_type: str, clustering_plan: dict | None = None) -> bytes:
+def encode_requested_replace(operation_type: str, clustering_plan: dict[str, Any] | None = None) -> bytes:
     record = {
         "operationType": operation_type,
         "clusteringPlan": clustering_plan,
@@ -82,8 +82,8 @@ def encode_requested_replace(operation_type: str, clustering_plan: dict | None =
     return buf.getvalue()
 
 
-def decode_requested_replace(data: bytes) -> dict:
+def decode_requested_replace(data: bytes) -> dict[str, Any]:
     if not data:
         return {}
     records = list(fastavro.reader(io.BytesIO(data)))
-    return records[0] if records else {}
+    return records[0] if records and isinstance(records[0], dict) else {}

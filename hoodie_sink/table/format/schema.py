@@ -130,11 +130,11 @@ def _unsupported(t: pa.DataType, path: str) -> tuple[str, str] | None:
 
 
 def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
 
 def _is_binary(t: pa.DataType) -> bool:
-    return (
+    return bool(
         pa.types.is_binary(t)
         or pa.types.is_large_binary(t)
         or pa.types.is_binary_view(t)
@@ -143,7 +143,7 @@ def _is_binary(t: pa.DataType) -> bool:
 
 
 def _is_list(t: pa.DataType) -> bool:
-    return (
+    return bool(
         pa.types.is_list(t)
         or pa.types.is_large_list(t)
         or pa.types.is_fixed_size_list(t)
@@ -480,7 +480,7 @@ def _storage_type(t: pa.DataType, path: str) -> pa.DataType:
 
 def _has_sub_micro_timestamp(t: pa.DataType) -> bool:
     if pa.types.is_timestamp(t):
-        return t.unit == "ns"
+        return bool(t.unit == "ns")
     if pa.types.is_dictionary(t):
         return _has_sub_micro_timestamp(t.value_type)
     if _is_list(t):

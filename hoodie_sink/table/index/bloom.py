@@ -30,6 +30,7 @@ import math
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -53,7 +54,7 @@ _M = np.uint32(0x5BD1E995)
 _HEADER = struct.Struct(">iibi")  # InternalFilter.write: version, nbHash, hashType (byte), vectorSize
 _DYNAMIC_FIELDS = struct.Struct(">iii")  # nr, currentNbRecord, matrix.length
 
-KeysLike = pa.Array | pa.ChunkedArray
+KeysLike: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 def bit_size(num_entries: int, fpp: float) -> int:
@@ -400,7 +401,7 @@ class BloomFilter:
         for pos in self._positions(prepared):
             for r in range(self.num_rows):
                 hits[r] &= self._bits[r][pos]
-        return prepared.to_input_order(hits.any(axis=0))
+        return prepared.to_input_order(np.asarray(hits.any(axis=0)))
 
     # -- serialisation -------------------------------------------------------------------------
 

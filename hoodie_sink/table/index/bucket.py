@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +44,7 @@ COLUMN_VALUE_SEPARATOR = ":"
 
 _JAVA_INT = re.compile(r"^[+-]?[0-9]+$")
 
-StringsLike = pa.Array | pa.ChunkedArray
+StringsLike: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 # ------------------------------------------------------------------------------------- java hashes

@@ -395,7 +395,8 @@ class KeyIndex:
         present, starts = np.unique(sorted_codes, return_index=True)
         ends = np.r_[starts[1:], n]
         groups = []
-        for c, s, e in zip(present.tolist(), starts.tolist(), ends.tolist()):
+        # not strict: with no keys, ends is [n] and the others are empty
+        for c, s, e in zip(present.tolist(), starts.tolist(), ends.tolist(), strict=False):
             if c >= 0:
                 groups.append((order[s:e] if e - s < n else None, self._files_by_part[c]))
         return groups, codes
@@ -410,7 +411,7 @@ class KeyIndex:
             else:
                 out[i] = ft
         for i, ft in zip(
-            missing, _parallel(lambda j: read_footer(self.storage, self._files[j].path), missing)
+            missing, _parallel(lambda j: read_footer(self.storage, self._files[j].path), missing), strict=True
         ):
             _FOOTERS.put(self._cache_key(i), ft, ft.nbytes)
             out[i] = ft
@@ -429,7 +430,7 @@ class KeyIndex:
             masks = _range_masks(gkeys, [footers[i] for i in live])
             empty_keys = None
             range_pruned = bloom_pruned = bloom_keys = 0
-            for i, mask in zip(live, masks):
+            for i, mask in zip(live, masks, strict=True):
                 ft = footers[i]
                 n_cand = len(gkeys) if mask is None else int(np.count_nonzero(mask))
                 if n_cand == 0:
@@ -470,7 +471,9 @@ class KeyIndex:
             else:
                 out[i] = arr
         for i, arr in zip(
-            missing, _parallel(lambda j: read_record_keys(self.storage, self._files[j].path), missing)
+            missing,
+            _parallel(lambda j: read_record_keys(self.storage, self._files[j].path), missing),
+            strict=True,
         ):
             _KEYS.put(self._cache_key(i), arr, arr.nbytes)
             out[i] = arr
@@ -526,21 +529,29 @@ def _range_masks(keys: pa.Array, footers: list[FileFooter]) -> list[np.ndarray |
     if not any(usable):
         return [None] * len(footers)
     if not _HAS_SEARCH_SORTED:
-        return [_range_mask_compare(keys, ft) if ok else None for ft, ok in zip(footers, usable)]
+        return [_range_mask_compare(keys, ft) if ok else None for ft, ok in zip(footers, usable, strict=True)]
     # Python orders str by code point, the same order as Arrow's bytewise UTF-8 comparison.
-    bounds = sorted({b for ft, ok in zip(footers, usable) if ok for b in (ft.min_key, ft.max_key)})
+    bounds: list[str] = sorted(
+        {
+            b
+            for ft, ok in zip(footers, usable, strict=True)
+            if ok
+            for b in (ft.min_key, ft.max_key)
+            if b is not None
+        }
+    )
     barr = pa.array(bounds, pa.string())
     n_le = pc.search_sorted(barr, keys, side="right").to_numpy().astype(np.int32)
     # #bounds < key = #bounds <= key, less one where the key equals a bound (bounds are distinct).
     at = barr.take(pa.array(np.maximum(n_le - 1, 0)))
     n_lt = n_le - ((n_le > 0) & np.asarray(pc.equal(at, keys)))
     out: list[np.ndarray | None] = []
-    for ft, ok in zip(footers, usable):
+    for ft, ok in zip(footers, usable, strict=True):
         if not ok:
             out.append(None)
             continue
-        a = bisect_left(bounds, ft.min_key)
-        c = bisect_right(bounds, ft.max_key)
+        a = bisect_left(bounds, ft.min_key or "")  # usable: both keys are set
+        c = bisect_right(bounds, ft.max_key or "")
         out.append((n_le > a) & (n_lt < c))
     return out
 

@@ -384,7 +384,8 @@ def prune(
         return PruneResult(files, len(files))
     missing = [bf.path for bf in files if not _STATS.contains((storage.base_uri, bf.path))]
     stats = _read_all(storage, missing, threads)
-    kept, skipped = [], []
+    kept: list[BaseFile] = []
+    skipped: list[BaseFile] = []
     for bf in files:
         # a file cached before this call: from the cache (or read again if evicted since)
         fs = stats[bf.path] if bf.path in stats else _try_read_stats(storage, bf.path)
@@ -397,4 +398,4 @@ def _read_all(storage: Storage, paths: list[str], threads: int) -> dict[str, Fil
     if len(paths) <= 1 or threads <= 1:
         return {p: _try_read_stats(storage, p) for p in paths}
     with ThreadPoolExecutor(max_workers=min(threads, len(paths)), thread_name_prefix="hoodie-footer") as pool:
-        return dict(zip(paths, pool.map(lambda p: _try_read_stats(storage, p), paths)))
+        return dict(zip(paths, pool.map(lambda p: _try_read_stats(storage, p), paths), strict=True))

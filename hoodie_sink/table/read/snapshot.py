@@ -72,10 +72,7 @@ class Snapshot:
             # after it must not count, and neither must a commit still pending then).
             timeline = Timeline(tuple(i for i in timeline.instants if i.timestamp <= as_of))
         avro = latest_schema(storage, timeline, table)
-        if avro:
-            data = avro_to_arrow(json.loads(avro))
-        else:
-            data = pa.schema([])
+        data = avro_to_arrow(json.loads(avro)) if avro else pa.schema([])
         meta = [pa.field(n, pa.string()) for n in META_COLUMNS]
         schema = pa.schema(meta + [f for f in data if f.name not in META_COLUMNS])
         latest = timeline.latest_completed()

@@ -92,7 +92,7 @@ class AppendTask:
             if self._bucket_bytes[part] >= self.cfg.bucket_buffer_bytes:
                 self._flush(part)
         while self._buffered >= self.cfg.task_buffer_bytes and self._bucket_bytes:
-            self._flush(max(self._bucket_bytes, key=self._bucket_bytes.get))
+            self._flush(max(self._bucket_bytes, key=lambda b: self._bucket_bytes[b]))
 
     def _flush(self, part: str) -> None:
         chunks = self._buckets.pop(part, [])
@@ -135,5 +135,5 @@ def _split_by_partition(data: pa.Table, keys: pa.Array, parts: pa.Array):
     ends = np.r_[bounds, len(codes)]
     take = pa.array(order)
     data, keys = data.take(take), keys.take(take)
-    for s, e in zip(starts.tolist(), ends.tolist()):
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         yield values[int(sorted_codes[s])], data.slice(s, e - s), keys.slice(s, e - s)

@@ -39,13 +39,16 @@ COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
 
 @dataclass(frozen=True)
 class ParquetSettings:
-    compression: str = "snappy"
-    max_file_size: int = 120 * 1024 * 1024
-    row_group_bytes: int = 120 * 1024 * 1024
-    bloom_type: str = "dynamic_v0"
-    bloom_num_entries: int = 60000
-    bloom_fpp: float = 0.000000001
-    bloom_max_entries: int = 100000
+    """How base files are written; built from the WriteConfig (parquet_settings_of), whose option
+    registry holds the defaults."""
+
+    compression: str
+    max_file_size: int
+    row_group_bytes: int
+    bloom_type: str
+    bloom_num_entries: int
+    bloom_fpp: float
+    bloom_max_entries: int
 
     @property
     def codec(self) -> str:
@@ -96,9 +99,10 @@ class BaseFileWriter:
         self._min: str | None = None
         self._max: str | None = None
         self._bloom = new_bloom(settings)
-        self._seeded = seed_bloom is not None and seed_bloom.same_shape(self._bloom)
-        if self._seeded:
+        self._seeded = False
+        if seed_bloom is not None and seed_bloom.same_shape(self._bloom):
             # A merge keeps the old version's filter and adds only the keys it inserts.
+            self._seeded = True
             self._bloom = seed_bloom.grown_copy(settings.bloom_max_entries)
         self._started = time.monotonic()
         self.guard = guard
@@ -194,7 +198,7 @@ class BaseFileWriter:
         }
         if self._bloom.type_code == "DYNAMIC_V0":
             footer[BLOOM_TYPE_CODE_KEY] = "DYNAMIC_V0"
-        if self._min is not None:
+        if self._min is not None and self._max is not None:
             footer[MIN_KEY_FOOTER_KEY] = self._min
             footer[MAX_KEY_FOOTER_KEY] = self._max
         writer = self._writer or self._open(None)

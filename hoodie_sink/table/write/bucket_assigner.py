@@ -130,7 +130,7 @@ class BucketAssigner:
         rows, fids = rows.take(order), pc.take(fid_col, order)
         runs = pc.run_end_encode(fids)
         start = 0
-        for end, fid in zip(runs.run_ends.to_pylist(), runs.values.to_pylist()):
+        for end, fid in zip(runs.run_ends.to_pylist(), runs.values.to_pylist(), strict=True):
             grp = rows.slice(start, end - start)
             _add(out, (grp.column(PART)[0].as_py(), fid), grp)
             start = end

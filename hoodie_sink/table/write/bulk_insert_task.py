@@ -96,7 +96,7 @@ class BulkInsertTask:
         run_ends = ends.run_ends.to_pylist()
         values = ends.values.to_pylist()
         start = 0
-        for end, part in zip(run_ends, values):
+        for end, part in zip(run_ends, values, strict=True):
             self._write_partition(part, data.slice(start, end - start), keys.slice(start, end - start))
             start = end
 

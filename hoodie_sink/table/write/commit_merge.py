@@ -138,6 +138,7 @@ def _rewrite(
         seed = cached_bloom(storage, old_bf.path) if old_bf else None
         new_keys = merged.inserted_keys if old_bf else None
     else:  # only duplicate removal, on the version a task wrote in this instant
+        assert task_stat is not None, "a file group without staged changes was written by a task"
         current = read_base_file(storage, task_stat.path, schema)
         prev = task_stat.prev_commit
         data = current.drop_columns(list(META_COLUMNS))
@@ -189,7 +190,7 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
              if st.file_id in sources]  # fmt: skip
     paths += [p for r in results for p in getattr(r, "moved_change_logs", [])]
     precombine = ctx.config.precombine_field
-    changes = _read_all(ctx, paths, [KEY, PART, ORDER, KIND, precombine])
+    changes = _read_all(ctx, paths, [c for c in (KEY, PART, ORDER, KIND, precombine) if c])
     moved = pc.unique(_read_all(ctx, moved_logs).column(KEY))
     changes = changes.filter(pc.is_in(changes.column(KEY), value_set=moved))
     if changes.num_rows == 0:
@@ -201,7 +202,7 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
     losers = cand.filter(pc.and_(lose, pc.is_valid(cand.column("_hf"))))
     out: dict[tuple[str, str], set[str]] = {}
     # losers only: a handful of rows
-    for part, fid, key in zip(*(losers.column(c).to_pylist() for c in (PART, "_hf", KEY))):
+    for part, fid, key in zip(*(losers.column(c).to_pylist() for c in (PART, "_hf", KEY)), strict=True):
         out.setdefault((part, fid), set()).add(key)
     return out
 
@@ -216,7 +217,7 @@ def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[st
         return {}
     cand = keys.join(dups.select(scope), keys=scope, join_type="inner")
     precombine = ctx.config.precombine_field
-    sort = [(c, "ascending") for c in scope]
+    sort: list[tuple[str, ...]] = [(c, "ascending") for c in scope]
     if precombine and precombine in cand.column_names:
         sort.append((precombine, "descending", "at_end"))
     sort.append((ORDER, "descending"))
@@ -227,7 +228,7 @@ def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[st
     group_no = np.cumsum(first) - 1
     fids = np.asarray(cand.column("_hf").to_pylist(), dtype=object)
     winner_fid = fids[first][group_no]  # None when the winner is a delete: every copy goes
-    loser = (fids != winner_fid) & (fids != None)
+    loser = (fids != winner_fid) & (fids != None)  # noqa: E711 (numpy: elementwise, `is not` is not)
     out: dict[tuple[str, str], set[str]] = {}
     parts = cand.column(PART).to_pylist()
     ks = cand.column(KEY).to_pylist()

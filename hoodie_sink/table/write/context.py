@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieSchemaError
+from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.format.file_group import BaseFile, write_token
-from hoodie_sink.table.format.keygen import KeyGenerator, keygen_config_of
+from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
 from hoodie_sink.table.format.properties import TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.storage import Storage
@@ -93,6 +93,34 @@ class TaskResult:
 
 def keygen_for(ctx: WriteContext) -> KeyGenerator:
     return KeyGenerator(keygen_config_of(ctx.config))
+
+
+def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
+    """The key generator of a write (options resolved against the table); raises
+    HoodieConfigError for options that no key generator can run with."""
+    kind = cfg.resolved_keygen
+    if kind == "TIMESTAMP":
+        # Java's TimestampBasedAvroKeyGenerator requires both (KeyGenUtils.checkRequiredProperties)
+        for option, value in (("hoodie.keygen.timebased.timestamp.type", cfg.ts_type),
+                              ("hoodie.keygen.timebased.output.dateformat", cfg.ts_output_format)):  # fmt: skip
+            if not value:
+                raise HoodieConfigError(
+                    f"Key generator TIMESTAMP needs option '{option}' (the table at {cfg.path} does not "
+                    f"record it either). Help: set it, e.g. timestamp.type=EPOCHMILLISECONDS and "
+                    f"output.dateformat=yyyy/MM/dd."
+                )
+    return KeyGenConfig(
+        keygen_type=kind,
+        record_key_fields=cfg.record_key_fields,
+        partition_fields=cfg.partition_fields if kind != "NON_PARTITION" else (),
+        hive_style=cfg.hive_style,
+        url_encode=cfg.url_encode,
+        timestamp_type=cfg.ts_type,
+        input_date_format=cfg.ts_input_format,
+        output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
+        timezone=cfg.ts_timezone or "UTC",
+        keyless=not cfg.record_key_fields,
+    )
 
 
 def parquet_settings(ctx: WriteContext) -> ParquetSettings:

@@ -36,7 +36,7 @@ from hoodie_sink.table.format.commit_metadata import (
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
-from hoodie_sink.table.format.keygen import check_key_columns, keygen_config_of
+from hoodie_sink.table.format.keygen import check_key_columns
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
@@ -69,6 +69,7 @@ from hoodie_sink.table.write.context import (
     OPERATION_TYPES,
     REPLACE_OPERATIONS,
     WriteContext,
+    keygen_config_of,
 )
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes
 from hoodie_sink.table.write.table_setup import (
@@ -82,22 +83,10 @@ from hoodie_sink.table.write.table_setup import (
 log = logging.getLogger(__name__)
 
 
-def resolve_operation(cfg: WriteConfig, overwrite: bool) -> WriteConfig:
-    """mode("overwrite") replaces the table's data (or the written partitions)."""
-    if not overwrite:
-        return cfg
-    if "operation" in cfg.explicit and cfg.operation == "insert_overwrite":
-        return cfg
-    return cfg.with_(operation="insert_overwrite_table")
-
-
-def begin(
-    cfg: WriteConfig, input_schema: pa.Schema, overwrite: bool = False, timeline: ActiveTimeline | None = None
-) -> WriteContext:
+def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | None = None) -> WriteContext:
     """Start the write's instant.  The timeline is loaded once for all of begin's steps (the
     rollback, the schema, the file groups, the instant time); `timeline` is a load the caller
     has just made of an existing table (the streaming begin read its checkpoints from it)."""
-    cfg = resolve_operation(cfg, overwrite)
     storage = Storage(cfg.path)
     cfg, table, exists = _open_table(cfg, storage)
     # Everything that can refuse the options or the input is checked before anything is written.
@@ -207,7 +196,7 @@ def _file_groups_to_assign(
     packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
     if not (cfg.operation in KEYED_OPERATIONS or packs) or not has_data:
         return (), cfg.record_size_estimate, ()
-    storage = timeline.storage
+    storage = timeline.table_storage
     base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
     avg_size = _average_record_size(timeline) or cfg.record_size_estimate
     clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))

@@ -52,7 +52,7 @@ def reduce_changes(changes: pa.Table, precombine: str | None, per_partition: boo
     if pc.count_distinct(changes.column(KEY), mode="all").as_py() == changes.num_rows:
         return changes  # one change per key already (the common case): no sort needed
     scope = [KEY, PART] if per_partition else [KEY]
-    sort_keys = [(c, "ascending") for c in scope]
+    sort_keys: list[tuple[str, ...]] = [(c, "ascending") for c in scope]
     if precombine:
         sort_keys.append((precombine, "descending", "at_end"))
     sort_keys.append((ORDER, "descending"))

@@ -104,9 +104,7 @@ def load_context(storage: Storage, ref: BatchRef) -> WriteContext | None:
         return None
 
 
-def begin_batch(
-    cfg: WriteConfig, schema: pa.Schema, ref: BatchRef, overwrite: bool = False
-) -> WriteContext | None:
+def begin_batch(cfg: WriteConfig, schema: pa.Schema, ref: BatchRef) -> WriteContext | None:
     """The batch's write context, begun by whichever task comes first.  None: already committed.
 
     Double-checked: a task that found no context may win the lock just after the first task
@@ -130,7 +128,7 @@ def begin_batch(
                 timeline = ActiveTimeline.load(storage) if storage.exists(PROPERTIES_FILE) else None
                 if timeline is not None and is_committed(storage, ref.identifier, ref.batch_id, timeline):
                     return None
-                ctx = coordinator.begin(cfg, schema, overwrite=overwrite, timeline=timeline)
+                ctx = coordinator.begin(cfg, schema, timeline=timeline)
                 if storage.create_if_absent(ref.ctx_path, pickle.dumps(ctx)):
                     return ctx
                 coordinator.abort(ctx, settle_seconds=0)  # nothing written under it yet

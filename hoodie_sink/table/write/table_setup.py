@@ -10,15 +10,14 @@ from __future__ import annotations
 import pyarrow.fs as pafs
 
 from hoodie_sink.config import (
-    CLASS_BY_KEYGEN,
     DEFAULT_PAYLOAD,
     KEYED_OPERATIONS,
-    KEYGEN_BY_CLASS,
     OVERWRITE_WITH_LATEST_PAYLOAD,
     SUPPORTED_PAYLOADS,
     WriteConfig,
 )
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
+from hoodie_sink.table.format.keygen import KEYGEN_CLASSES, inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.markers import TEMP_DIR
 from hoodie_sink.table.format.properties import (
     COPY_ON_WRITE,
@@ -29,9 +28,6 @@ from hoodie_sink.table.format.properties import (
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR
 from hoodie_sink.table.storage import Storage
-
-_TABLE_TYPES = {"copy_on_write": COPY_ON_WRITE, "merge_on_read": MERGE_ON_READ}
-
 
 # hoodie.compaction.record.merger.strategy ids (Hudi 0.14/0.15), used by readers when a table
 # names no payload class (format doc §6.7 step 2).
@@ -108,7 +104,7 @@ def _table_payload(table: TableConfig) -> str | None:
 
 
 def new_table_config(cfg: WriteConfig) -> TableConfig:
-    if cfg.table_type != "copy_on_write":
+    if cfg.table_type != COPY_ON_WRITE:
         raise HoodieConfigError(
             "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ': creating merge-on-read tables is "
             "not supported yet (inserts into existing ones are). Help: use COPY_ON_WRITE."
@@ -116,24 +112,24 @@ def new_table_config(cfg: WriteConfig) -> TableConfig:
     keygen = cfg.resolved_keygen
     return TableConfig(
         name=cfg.table_name or cfg.default_table_name(),
-        table_type=_TABLE_TYPES[cfg.table_type],
+        table_type=cfg.table_type,
         record_key_fields=cfg.record_key_fields,
-        partition_fields=cfg.partition_fields if keygen != "non_partition" else (),
+        partition_fields=cfg.partition_fields if keygen != "NON_PARTITION" else (),
         precombine_field=cfg.precombine_field,
-        keygen_class=CLASS_BY_KEYGEN[keygen],
+        keygen_class=KEYGEN_CLASSES[keygen],
         hive_style=cfg.hive_style,
         url_encode=cfg.url_encode,
         database=cfg.database or "default",
         # written so that Java writers and hudi-rs infer the merge semantics this write applies
         payload_class=cfg.payload_class or default_payload(cfg.precombine_field),
-        extra=_timestamp_keygen_props(cfg) if keygen == "timestamp" else {},
+        extra=_timestamp_keygen_props(cfg) if keygen == "TIMESTAMP" else {},
     )
 
 
 def _timestamp_keygen_props(cfg: WriteConfig) -> dict[str, str]:
     out = {}
     if cfg.ts_type:
-        out["hoodie.keygen.timebased.timestamp.type"] = cfg.ts_type.upper()
+        out["hoodie.keygen.timebased.timestamp.type"] = cfg.ts_type
     if cfg.ts_input_format:
         out["hoodie.keygen.timebased.input.dateformat"] = cfg.ts_input_format
     if cfg.ts_output_format:
@@ -151,46 +147,73 @@ def create_table(storage: Storage, table: TableConfig) -> None:
 
 
 def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
-    """Fill unset table-level options from the table; refuse contradictions."""
-
-    def conflict(option: str, given, stored) -> HoodieConfigError:
-        return HoodieConfigError(
-            f"Option '{option}'='{given}' contradicts the table at {cfg.path}, whose hoodie.properties "
-            f"says '{stored}'. Help: drop the option (the table's setting is used) or write to a new path."
-        )
-
-    ex = cfg.explicit
-    if (
-        "record_key_fields" in ex
-        and table.record_key_fields
-        and cfg.record_key_fields != table.record_key_fields
-    ):
-        raise conflict("hoodie.datasource.write.recordkey.field", ",".join(cfg.record_key_fields),
-                       ",".join(table.record_key_fields))  # fmt: skip
-    if "partition_fields" in ex and cfg.partition_fields != table.partition_fields:
-        raise conflict("hoodie.datasource.write.partitionpath.field", ",".join(cfg.partition_fields),
-                       ",".join(table.partition_fields))  # fmt: skip
-    if "precombine_field" in ex and table.precombine_field and cfg.precombine_field != table.precombine_field:
-        raise conflict(
-            "hoodie.datasource.write.precombine.field", cfg.precombine_field, table.precombine_field
-        )
-    if "table_type" in ex and _TABLE_TYPES[cfg.table_type] != table.table_type:
-        raise conflict("hoodie.datasource.write.table.type", cfg.table_type.upper(), table.table_type)
-    if "table_name" in ex and cfg.table_name != table.name:
-        raise conflict("hoodie.table.name", cfg.table_name, table.name)
-    if "hive_style" in ex and cfg.hive_style != table.hive_style:
-        raise conflict("hoodie.datasource.write.hive_style_partitioning", cfg.hive_style, table.hive_style)
-    if "url_encode" in ex and cfg.url_encode != table.url_encode:
-        raise conflict("hoodie.datasource.write.partitionpath.urlencode", cfg.url_encode, table.url_encode)
-    stored_keygen = _table_keygen(table)
-    if ("keygen_type" in ex or "keygen_class" in ex) and cfg.resolved_keygen != stored_keygen:
-        raise conflict("hoodie.datasource.write.keygenerator.type", cfg.resolved_keygen.upper(),
-                       table.keygen_class or stored_keygen)  # fmt: skip
+    """The write's settings combined with the table's, once, at begin: table-level options the
+    write left unset come from hoodie.properties; a write that contradicts them is refused."""
     if table.table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
         raise HoodieConfigError(f"The table at {cfg.path} has an unknown type '{table.table_type}'.")
+    keygen = _table_keygen(table)
+    _refuse_contradictions(cfg, table, keygen)
+    ts = {
+        "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").upper() or None,
+        "ts_input_format": table.extra.get("hoodie.keygen.timebased.input.dateformat"),
+        "ts_output_format": table.extra.get("hoodie.keygen.timebased.output.dateformat"),
+        "ts_timezone": table.extra.get("hoodie.keygen.timebased.timezone"),
+    }
+    return cfg.with_(
+        table_name=table.name,
+        table_type=table.table_type,
+        record_key_fields=table.record_key_fields or cfg.record_key_fields,
+        partition_fields=table.partition_fields,
+        precombine_field=table.precombine_field or cfg.precombine_field,
+        hive_style=table.hive_style,
+        url_encode=table.url_encode,
+        keygen_type=keygen,
+        keygen_class=None,
+        payload_class=_merge_payload(cfg, table),
+        **{k: getattr(cfg, k) or v for k, v in ts.items()},
+    )
+
+
+def _refuse_contradictions(cfg: WriteConfig, table: TableConfig, keygen: str) -> None:
+    ex = cfg.explicit
+    names_keygen = bool({"keygen_type", "keygen_class"} & ex)
+    # (the write names it, its option, the write's value, the table's value)
+    w = "hoodie.datasource.write."
+    checks = [
+        ("record_key_fields" in ex and bool(table.record_key_fields), w + "recordkey.field",
+         cfg.record_key_fields, table.record_key_fields),
+        ("partition_fields" in ex, w + "partitionpath.field", cfg.partition_fields, table.partition_fields),
+        ("precombine_field" in ex and bool(table.precombine_field), w + "precombine.field",
+         cfg.precombine_field, table.precombine_field),
+        ("table_type" in ex, w + "table.type", cfg.table_type, table.table_type),
+        ("table_name" in ex, "hoodie.table.name", cfg.table_name, table.name),
+        ("hive_style" in ex, w + "hive_style_partitioning", cfg.hive_style, table.hive_style),
+        ("url_encode" in ex, w + "partitionpath.urlencode", cfg.url_encode, table.url_encode),
+        (names_keygen, w + "keygenerator.type", cfg.resolved_keygen if names_keygen else keygen, keygen),
+    ]  # fmt: skip
+    for named, option, given, stored in checks:
+        if named and given != stored:
+            shown = table.keygen_class or keygen if option.endswith("keygenerator.type") else _text(stored)
+            raise HoodieConfigError(
+                f"Option '{option}'='{_text(given)}' contradicts the table at {cfg.path}, whose "
+                f"hoodie.properties says '{shown}'. Help: drop the option (the table's setting is used) "
+                "or write to a new path."
+            )
+
+
+def _text(value: object) -> str:
+    return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
+def _merge_payload(cfg: WriteConfig, table: TableConfig) -> str:
+    """The payload class that decides how this write merges with stored records."""
     payload = _table_payload(table)
-    if "payload_class" in ex and payload and cfg.payload_class != payload:
-        raise conflict("hoodie.datasource.write.payload.class", cfg.payload_class, payload)
+    if "payload_class" in cfg.explicit and payload and cfg.payload_class != payload:
+        raise HoodieConfigError(
+            f"Option 'hoodie.datasource.write.payload.class'='{cfg.payload_class}' contradicts the table at "
+            f"{cfg.path}, whose hoodie.properties says '{payload}'. Help: drop the option (the table's "
+            "setting is used) or write to a new path."
+        )
     # A table that names no merge semantics (Hudi 0.14 COW tables, ours before 0.1.1) is merged
     # as readers infer it from the precombine field, unless the write names a payload class.
     payload = payload or cfg.payload_class or default_payload(table.precombine_field or cfg.precombine_field)
@@ -201,36 +224,12 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
             f"and is refused. Supported payload classes: {', '.join(SUPPORTED_PAYLOADS)}. Help: insert, "
             "bulk_insert and append do not merge and are allowed."
         )
-    ts = {
-        "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").lower() or None,
-        "ts_input_format": table.extra.get("hoodie.keygen.timebased.input.dateformat"),
-        "ts_output_format": table.extra.get("hoodie.keygen.timebased.output.dateformat"),
-        "ts_timezone": table.extra.get("hoodie.keygen.timebased.timezone"),
-    }
-    return cfg.with_(
-        table_name=table.name,
-        table_type="merge_on_read" if table.table_type == MERGE_ON_READ else "copy_on_write",
-        record_key_fields=table.record_key_fields or cfg.record_key_fields,
-        partition_fields=table.partition_fields,
-        precombine_field=table.precombine_field or cfg.precombine_field,
-        hive_style=table.hive_style,
-        url_encode=table.url_encode,
-        keygen_type=stored_keygen,
-        keygen_class=None,
-        payload_class=payload,
-        **{k: getattr(cfg, k) or v for k, v in ts.items()},
-    )
+    return payload
 
 
 def _table_keygen(table: TableConfig) -> str:
     if table.keygen_class:
-        found = KEYGEN_BY_CLASS.get(table.keygen_class.lower())
-        if found is None:
-            raise HoodieConfigError(
-                f"The table's key generator '{table.keygen_class}' is not supported; supported: "
-                f"{', '.join(CLASS_BY_KEYGEN.values())}."
-            )
-        return found
-    if not table.partition_fields:
-        return "non_partition"
-    return "complex" if len(table.record_key_fields) > 1 or len(table.partition_fields) > 1 else "simple"
+        return supported_keygen_type(
+            table.keygen_class, "The table's key generator (hoodie.table.keygenerator.class)"
+        )
+    return inferred_keygen_type(table.record_key_fields, table.partition_fields)

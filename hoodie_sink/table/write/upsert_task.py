@@ -3,7 +3,8 @@
 Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuffle):
 1. Incoming batches are keyed and collected until `TAG_ROWS` rows or half the task's buffer
    budget, then tagged in one vectorised index lookup (each lookup probes every candidate
-   file's keys once, so fewer, larger lookups are cheaper): each record is an update of an existing file group or an insert.
+   file's keys once, so fewer, larger lookups are cheaper): each record is an update of an
+   existing file group or an insert.
 2. The bucket assigner puts every record in a bucket: the file group holding its key, a small
    file group of its partition that this task claims for inserts, or a new file group.
 3. Buckets buffer records and flush when one passes its size, when the task's buffer passes
@@ -203,7 +204,7 @@ class UpsertTask:
             rel = self._write_log("moved", pa.table({KEY: assignment.moved_keys}))
             self.result.moved_key_logs.append(rel)
         if not self.append_only:
-            for part, fid, rows in assignment.small_file_inserts:
+            for _part, fid, rows in assignment.small_file_inserts:
                 self._log_inserted_keys(rows, np.full(rows.num_rows, fid, dtype=object))
             dels = assignment.unmatched_deletes
             if dels is not None and dels.num_rows:
@@ -217,12 +218,13 @@ class UpsertTask:
             if self._bucket_bytes[key] >= self.cfg.bucket_buffer_bytes:
                 self._flush_bucket(key)
         while self._buffered >= self.cfg.task_buffer_bytes and self._bucket_bytes:
-            self._flush_bucket(max(self._bucket_bytes, key=self._bucket_bytes.get))
+            self._flush_bucket(max(self._bucket_bytes, key=lambda b: self._bucket_bytes[b]))
 
     def _reduce(self, changes: pa.Table) -> pa.Table:
         return reduce_changes(changes, self.precombine, per_partition=self.per_partition)
 
     def _stored_ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:
+        assert self.precombine is not None, "only called with a precombine field"
         value_type = rows.schema.field(self.precombine).type
         keys = rows.column(KEY).combine_chunks()
         return self.index.stored_values(keys, file_ids, self.precombine, value_type)
@@ -327,8 +329,14 @@ class UpsertTask:
             prev_commit=old_bf.instant if old_bf else "null", io_type=MERGE, guard=self.guard,
             seed_bloom=cached_bloom(self.storage, old_bf.path) if old_bf else None,
         )  # fmt: skip
-        stat = writer.write_all(merged.data, merged.keys, merged.commit_times, merged.seqnos,
-                                num_updates=merged.num_updates, bloom_keys=merged.inserted_keys if old_bf else None)  # fmt: skip
+        stat = writer.write_all(
+            merged.data,
+            merged.keys,
+            merged.commit_times,
+            merged.seqnos,
+            num_updates=merged.num_updates,
+            bloom_keys=merged.inserted_keys if old_bf else None,
+        )
         stat.num_inserts = merged.num_inserts
         stat.num_deletes = merged.num_deletes
         with self._lock:

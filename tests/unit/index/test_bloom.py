@@ -225,7 +225,7 @@ def test_murmur_vectorised_equals_reference_on_random_keys() -> None:
     rng = random.Random(7)
     keys = _random_keys(rng, 3000)
     seeds = np.array([rng.randint(-(2**31), 2**31 - 1) for _ in keys], dtype=np.int32)
-    expected = [ref_murmur(k.encode(), int(s)) for k, s in zip(keys, seeds)]
+    expected = [ref_murmur(k.encode(), int(s)) for k, s in zip(keys, seeds, strict=True)]
     assert murmur_hash(pa.array(keys), seeds).tolist() == expected
     # uint32 seeds are the same 32-bit patterns
     assert murmur_hash(pa.array(keys), seeds.view(np.uint32)).tolist() == expected

@@ -56,6 +56,7 @@ def _expected_locations(path) -> dict[tuple[str, str], tuple[str, str, str]]:
         snap.column("_hoodie_record_key").to_pylist(),
         snap.column("_hoodie_partition_path").to_pylist(),
         snap.column("_hoodie_file_name").to_pylist(),
+        strict=True,
     ):
         bf = BaseFile.parse(part, name)
         assert bf is not None, name
@@ -65,7 +66,12 @@ def _expected_locations(path) -> dict[tuple[str, str], tuple[str, str, str]]:
 
 def _as_rows(result: TagResult) -> list[tuple]:
     return list(
-        zip(result.file_id.to_pylist(), result.partition_path.to_pylist(), result.base_instant.to_pylist())
+        zip(
+            result.file_id.to_pylist(),
+            result.partition_path.to_pylist(),
+            result.base_instant.to_pylist(),
+            strict=True,
+        )
     )
 
 
@@ -146,7 +152,7 @@ def own_table(tmp_path_factory):
     )
     base_files = _base_files(path)
     assert len(base_files) >= 8
-    return path, dict(zip(keys, parts)), base_files
+    return path, dict(zip(keys, parts, strict=True)), base_files
 
 
 def _sample_batch(key_to_part: dict[str, str], rng: random.Random, n_present: int, n_absent: int):
@@ -406,7 +412,7 @@ def test_range_masks_match_brute_force(monkeypatch, search_sorted):
     footers.append(ki.FileFooter(100, None, None))
     footers.append(ki.FileFooter(100, "a", "a"))
     masks = ki._range_masks(pa.array(keys), footers)
-    for ft, mask in zip(footers, masks):
+    for ft, mask in zip(footers, masks, strict=True):
         if ft.min_key is None:
             assert mask is None
         else:
@@ -532,7 +538,7 @@ def test_bucket_ids_match_java_list_hash():
     for num_buckets in (1, 7, 256, 2**31 - 1):
         got = bucket.bucket_ids([pa.array(col1), pa.array(col2)], num_buckets)
         assert got.dtype == np.int32
-        assert got.tolist() == [java_bucket([a, b], num_buckets) for a, b in zip(col1, col2)]
+        assert got.tolist() == [java_bucket([a, b], num_buckets) for a, b in zip(col1, col2, strict=True)]
     single = bucket.bucket_ids([pa.array(col2)], 16)
     assert single.tolist() == [java_bucket([v], 16) for v in col2]
     with pytest.raises(ValueError):

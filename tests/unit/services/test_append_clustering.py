@@ -61,8 +61,15 @@ def test_append_writes_new_file_groups_and_keeps_duplicates(tmp_path):
 def test_insert_with_append_mode_is_append(tmp_path):
     path = tmp_path / "t"
     hoodie_sink.write(trips(200), str(path), {**OPTS, "hoodie.datasource.write.operation": "insert"})
-    meta = hoodie_sink.write(trips(50, start=200), str(path), {
-        **OPTS, "hoodie.datasource.write.operation": "insert", "hoodie.datasource.write.append.mode": "true"})  # fmt: skip
+    meta = hoodie_sink.write(
+        trips(50, start=200),
+        str(path),
+        {
+            **OPTS,
+            "hoodie.datasource.write.operation": "insert",
+            "hoodie.datasource.write.append.mode": "true",
+        },
+    )
     assert all(s.prev_commit == "null" for s in meta.write_stats)  # no small-file packing
     assert_table_matches(path, trips(250).to_pylist())
 
@@ -258,8 +265,15 @@ def test_concurrent_schedulers_make_disjoint_plans(tmp_path):
     storage = Storage(str(path))
     # groups of at most ~2 files, so that there is work for several plans
     size = max(bf.size for bf in _files(path))
-    cfg = WriteConfig.from_options({**OPTS, **CLUSTER, "hoodie.clustering.plan.strategy.max.bytes.per.group": str(2 * size),
-                                    "hoodie.clustering.plan.strategy.max.num.groups": "2"}, path=str(path))  # fmt: skip
+    cfg = WriteConfig.from_options(
+        {
+            **OPTS,
+            **CLUSTER,
+            "hoodie.clustering.plan.strategy.max.bytes.per.group": str(2 * size),
+            "hoodie.clustering.plan.strategy.max.num.groups": "2",
+        },
+        path=str(path),
+    )
     instants: list = []
     threads = [
         threading.Thread(target=lambda: instants.append(clustering.schedule(storage, cfg))) for _ in range(4)

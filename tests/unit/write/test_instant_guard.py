@@ -20,8 +20,12 @@ from hoodie_sink.table.write.context import TaskIdentity
 from hoodie_sink.table.write.instant_guard import InstantGuard
 from tests.unit.write.test_upsert_model import SCHEMA, write_commit
 
-OPTS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts"}  # fmt: skip
+OPTS = {
+    "hoodie.table.name": "t",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "p",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
 
 
 def _rows(start, n):

@@ -39,10 +39,10 @@ def test_reduce_keeps_highest_precombine_then_latest():
         ["a", "a", "b", "b", "c"], ["a1", "a2", "b1", "b2", "c1"], [5, 3, 1, 1, None], order=[0, 1, 2, 3, 4]
     )
     r = reduce_changes(c, "ts")
-    got = dict(zip(r.column("_hk").to_pylist(), r.column("v").to_pylist()))
+    got = dict(zip(r.column("_hk").to_pylist(), r.column("v").to_pylist(), strict=True))
     assert got == {"a": "a1", "b": "b2", "c": "c1"}  # a: higher ts; b: tie -> later
     r = reduce_changes(c, None)
-    got = dict(zip(r.column("_hk").to_pylist(), r.column("v").to_pylist()))
+    got = dict(zip(r.column("_hk").to_pylist(), r.column("v").to_pylist(), strict=True))
     assert got == {"a": "a2", "b": "b2", "c": "c1"}  # latest wins
 
 
@@ -53,7 +53,9 @@ def test_reduce_per_partition_keeps_one_change_per_key_and_partition():
                 kinds=[SOFT_DELETE, UPSERT, UPSERT, UPSERT])  # fmt: skip
     c = c.set_column(c.schema.get_field_index("_hp"), "_hp", pa.array(["d4", "d0", "d0", "d0"]))
     r = reduce_changes(c, "ts", per_partition=True)
-    got = sorted(zip(r.column("_hk").to_pylist(), r.column("_hp").to_pylist(), r.column("v").to_pylist()))
+    got = sorted(
+        zip(r.column("_hk").to_pylist(), r.column("_hp").to_pylist(), r.column("v").to_pylist(), strict=True)
+    )
     assert got == [("j", "d0", "j1"), ("k", "d0", "ins2"), ("k", "d4", "del")]
     r = reduce_changes(c, "ts")
     assert sorted(r.column("v").to_pylist()) == ["ins2", "j1"]

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import Any
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
@@ -129,10 +130,18 @@ class ActiveTimeline(Timeline):
     def load(storage: Storage) -> ActiveTimeline:
         return ActiveTimeline(_list_instants(storage), storage)
 
+    @property
+    def table_storage(self) -> Storage:
+        if self.storage is None:
+            raise HoodieTableError(
+                "This timeline was built without its table's storage: load it with ActiveTimeline.load."
+            )
+        return self.storage
+
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         md = self._metadata.get(instant)
         if md is None:
-            md = CommitMetadata.from_json(TimelineStore(self.storage).read_json(instant))
+            md = CommitMetadata.from_json(TimelineStore(self.table_storage).read_json(instant))
             self._metadata[instant] = md
         return md
 
@@ -251,7 +260,7 @@ class TimelineStore:
         for state in (INFLIGHT, REQUESTED):
             self.storage.delete(self.path(Instant(ts, action, state)))
 
-    def read_json(self, instant: Instant) -> dict:
+    def read_json(self, instant: Instant) -> dict[str, Any]:
         raw = self.storage.read_bytes(self.path(instant))
         try:
             return json.loads(raw) if raw.strip() else {}
@@ -262,7 +271,9 @@ class TimelineStore:
             ) from e
 
 
-def _state_unknown(storage: Storage, done: Instant, error: Exception, check) -> HoodieCommitStateUnknown:
+def _state_unknown(
+    storage: Storage, done: Instant, error: Exception, check: object
+) -> HoodieCommitStateUnknown:
     return HoodieCommitStateUnknown(
         f"Commit {done.timestamp} on {storage.base_uri} may or may not have landed: publishing "
         f"{storage.full(f'{META_DIR}/{done.file_name}')} failed ({error}) and checking it failed too ({check}). "

@@ -109,6 +109,12 @@ def read_both(path: str | Path) -> tuple[pa.Table, pa.Table]:
     return theirs, ours
 
 
+def partition_of_keys(t: pa.Table) -> dict[str, str]:
+    """record key -> partition path of a table read with its meta columns."""
+    keys, parts = (t.column(c).to_pylist() for c in ("_hoodie_record_key", "_hoodie_partition_path"))
+    return dict(zip(keys, parts, strict=True))
+
+
 def data_rows(t: pa.Table, drop=META_COLUMNS) -> list[dict]:
     return _normalise(t.drop_columns([c for c in drop if c in t.column_names]))
 

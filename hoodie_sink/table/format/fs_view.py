@@ -48,14 +48,11 @@ def list_table_files(storage: Storage, partitions: list[str] | None = None) -> L
     for root in roots:
         files.extend(storage.walk_file_sizes(root) if root else _walk_data(storage))
     marked = {posixpath.dirname(f) for f, _ in files if posixpath.basename(f).startswith(PARTITION_METAFILE)}
-    # Sizes come with the listing on local disks (one stat per file was O(files) calls per
-    # write); kept lazy (0) elsewhere, as before.
-    local = storage.is_local
-    for rel, listed_size in files:
+    # Sizes come with the listing (local disks, HDFS and object stores alike): no call per file.
+    for rel, size in files:
         part, name = posixpath.split(rel)
         if not _is_partition(part, marked):
             continue
-        size = listed_size if local else 0
         if name.endswith(BASE_FILE_EXT) and not name.startswith("."):
             bf = BaseFile.parse(part, name, size)
             if bf is None:

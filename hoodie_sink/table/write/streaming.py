@@ -77,11 +77,6 @@ def is_committed(storage: Storage, identifier: str, batch_id: int, timeline: Tim
     return batch_committed(committed_checkpoints(storage, timeline), identifier, batch_id)
 
 
-def checkpoint_metadata(storage: Storage, identifier: str, batch_id: int) -> dict[str, str]:
-    """extraMetadata entries for a commit of `batch_id`: other writers' entries carried forward."""
-    return with_checkpoint(committed_checkpoints(storage), identifier, batch_id)
-
-
 @dataclass(frozen=True)
 class BatchRef:
     identifier: str

@@ -38,7 +38,7 @@ class StreamCommitMessage(WriterCommitMessage):
 class HoodieStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
         opts = dict(options)
-        self.cfg = WriteConfig.from_options(opts, overwrite=overwrite)
+        self.cfg = WriteConfig.from_options(opts, overwrite=overwrite, streaming=True)
         self.identifier = self.cfg.checkpoint_identifier or streaming.default_identifier(opts)
         self.arrow_schema = spark_to_arrow(schema)
 

@@ -142,3 +142,43 @@ def test_empty_micro_batches_make_no_commit(spark, tmp_path):
     run_stream(spark, src, tmp_path / "t", tmp_path / "ckpt")
     assert not (tmp_path / "t" / ".hoodie").exists() or commits(tmp_path / "t") == []
     shutil.rmtree(tmp_path / "ckpt")
+
+
+def _insert_files(src: Path, batches: int, rows: int) -> list[dict]:
+    src.mkdir(parents=True, exist_ok=True)
+    out = []
+    for b in range(batches):
+        rows_b = [
+            {"id": b * rows + i, "city": "a", "ts": b, "fare": float(i), "_hoodie_is_deleted": False}
+            for i in range(rows)
+        ]
+        f = src / f"part-{b:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows_b, schema=SCHEMA), f)
+        os.utime(f, (1_700_000_000 + b, 1_700_000_000 + b))
+        out += rows_b
+    return out
+
+
+def _file_versions(path: Path) -> dict[str, int]:
+    """file id -> how many base file versions (one per commit that wrote the file group)."""
+    out: dict[str, int] = {}
+    for f in (path / "a").glob("*.parquet"):
+        fid = f.name.split("_")[0]
+        out[fid] = out.get(fid, 0) + 1
+    return out
+
+
+def test_streaming_insert_writes_new_file_groups_as_flinks_append_mode(spark, tmp_path):
+    """A stream's inserts never rewrite earlier batches' files (the Flink writer's insert); with
+    append.mode=false they fill the small file, each batch rewriting it (Hudi Spark's insert)."""
+    rows = _insert_files(tmp_path / "src", 3, 50)
+    insert = {"hoodie.datasource.write.operation": "insert"}
+    run_stream(spark, tmp_path / "src", tmp_path / "t", tmp_path / "ckpt", insert)
+    assert_table_matches(tmp_path / "t", rows)
+    assert len(commits(tmp_path / "t")) == 3
+    assert sorted(_file_versions(tmp_path / "t").values()) == [1, 1, 1]
+
+    packing = {**insert, "hoodie.datasource.write.append.mode": "false"}
+    run_stream(spark, tmp_path / "src", tmp_path / "p", tmp_path / "ckpt2", packing)
+    assert_table_matches(tmp_path / "p", rows)
+    assert sorted(_file_versions(tmp_path / "p").values()) == [3]

@@ -140,3 +140,12 @@ def test_the_operation_is_decided_once_at_parse_time(options, overwrite, operati
     # nothing after the boundary re-decides it
     assert "overwrite" not in inspect.signature(coordinator.begin).parameters
     assert "overwrite" not in inspect.signature(streaming.begin_batch).parameters
+
+
+def test_a_streaming_insert_defaults_to_append_mode_and_a_batch_insert_does_not():
+    insert = {"hoodie.datasource.write.operation": "insert"}
+    assert WriteConfig.from_options(insert, path="x", streaming=True).operation == "append"
+    assert WriteConfig.from_options(insert, path="x").operation == "insert"
+    no_append = {**insert, "hoodie.datasource.write.append.mode": "false"}
+    assert WriteConfig.from_options(no_append, path="x", streaming=True).operation == "insert"
+    assert WriteConfig.from_options({}, path="x", streaming=True).operation == "upsert"

@@ -2,7 +2,8 @@
 # The project's two entry points; each sets itself up first (idempotent):
 #   ./run.sh demo   a local Spark job writing a Hudi table into ./demo_table, with a summary
 #   ./run.sh test   the whole test suite
-# Set-up: Java 17 (apt-get, when missing), a virtualenv in .venv, the package and test deps.
+# Set-up: Java 17 (apt-get, when missing), a virtualenv in .venv, the package and test deps; for
+# the tests also the interop tier (Apache Hudi's Spark bundles, see ensure_interop).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -49,6 +50,28 @@ ensure_venv() {
   fi
 }
 
+# The interop tier (tests/interop/) runs Apache Hudi itself: its Spark bundles need a Spark of
+# their own (pyspark 3.5.1 in a separate virtualenv) and the bundle jars from Maven Central, all
+# kept in $HOODIE_INTEROP_HOME (default ~/.cache/hoodie_sink). HOODIE_INTEROP=0 skips the tier.
+INTEROP_HOME=${HOODIE_INTEROP_HOME:-$HOME/.cache/hoodie_sink}
+
+ensure_interop() {
+  [ "${HOODIE_INTEROP:-1}" = "0" ] && return 0
+  local venv="$INTEROP_HOME/venv-spark-3.5.1"
+  if [ ! -f "$venv/.installed" ]; then
+    echo "[setup] interop tier: pyspark 3.5.1 into $venv (Apache Hudi's bundles run on Spark 3.5)" >&2
+    rm -rf "$venv"
+    mkdir -p "$INTEROP_HOME"
+    if "$PY" -m venv "$venv" && "$venv/bin/python" -m pip install -q pyspark==3.5.1; then
+      touch "$venv/.installed"
+    else
+      echo "[setup] interop tier: could not install pyspark 3.5.1; its tests will fail and say why" >&2
+    fi
+  fi
+  HOODIE_INTEROP_HOME="$INTEROP_HOME" "$PY" tests/interop/fetch_jars.py >/dev/null \
+    || echo "[setup] interop tier: could not fetch the Hudi bundles; its tests will fail and say why" >&2
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -57,7 +80,8 @@ case "$cmd" in
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m hoodie_sink.demo "$@" ;;
   test)
-    ensure_java; ensure_venv
+    ensure_java; ensure_venv; ensure_interop
+    export HOODIE_INTEROP_HOME="$INTEROP_HOME"
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m pytest "$@" ;;
   *)

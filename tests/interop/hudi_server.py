@@ -1,0 +1,224 @@
+"""Apache Hudi (Java) as a test oracle: a Spark session with a Hudi bundle, driven over JSON lines.
+
+Runs in the interop virtualenv (pyspark 3.5.1; see run.sh `ensure_interop`), never in the test
+process: Hudi's bundles do not run on our PySpark 4.  One server process per Hudi version is
+started for the whole test session (a JVM with the bundle takes ~15 s to start) and answers one
+request per line on stdin:
+
+    {"op": "<function name below>", "args": {...}}  ->  {"ok": true, "result": ...}
+                                                        {"ok": false, "error": "...", "trace": "..."}
+
+Replies go to the original stdout only; everything else the process or its JVM prints goes to
+stderr, so log lines can never be taken for a reply.  Data crosses as Parquet files: the test
+writes its input with pyarrow, `read` writes Java's answer as one Parquet file.
+
+Usage: python hudi_server.py --jar <bundle.jar> [--timezone America/Los_Angeles]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+REPLY = None  # the original stdout, set in main()
+SPARK = None
+
+
+# -- operations --------------------------------------------------------------------------------
+def version() -> dict:
+    jvm = SPARK._jvm
+    tz = jvm.java.util.TimeZone.getDefault().getID()
+    return {"spark": SPARK.version, "hudi": _hudi_version(), "jvm_timezone": tz}
+
+
+def write(path: str, input: str, options: dict, mode: str = "append") -> dict:
+    """df.write.format("hudi") of the Parquet file(s) at `input`."""
+    df = SPARK.read.parquet(input)
+    df.write.format("hudi").options(**options).mode(mode).save(path)
+    return {"rows": df.count()}
+
+
+def read(path: str, out: str, options: dict | None = None) -> dict:
+    """spark.read.format("hudi") (snapshot, or time travel with as.of.instant) -> one Parquet file."""
+    df = SPARK.read.format("hudi").options(**(options or {})).load(path)
+    df.coalesce(1).write.mode("overwrite").parquet(out)
+    return {"rows": df.count(), "out": out}
+
+
+def sql(statement: str) -> list:
+    """A Spark SQL statement (e.g. a Hudi procedure: call run_clustering(path => ...))."""
+    return [r.asDict(recursive=True) for r in SPARK.sql(statement).collect()]
+
+
+def timeline(path: str, completed_only: bool = True) -> list:
+    """The active timeline as Java's HoodieTableMetaClient loads it: [[time, action, state], ...]."""
+    tl = _meta_client(path).getActiveTimeline()
+    if completed_only:
+        tl = tl.filterCompletedInstants()
+    return [[_instant_time(i), i.getAction(), i.getState().name()] for i in tl.getInstants().toArray()]
+
+
+def commits(path: str) -> list:
+    """hudi-cli's `commits show`: the completed commit-like instants with their write stats."""
+    meta = _meta_client(path)
+    tl = meta.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    out = []
+    for inst in tl.getInstants().toArray():
+        md = _commit_metadata(meta, tl, inst)
+        out.append(
+            {
+                "time": _instant_time(inst),
+                "action": inst.getAction(),
+                "operation": str(md.getOperationType()),
+                "files_inserted": int(md.fetchTotalFilesInsert()),
+                "files_updated": int(md.fetchTotalFilesUpdated()),
+                "records_written": int(md.fetchTotalRecordsWritten()),
+                "updates_written": int(md.fetchTotalUpdateRecordsWritten()),
+                "partitions": sorted(str(p) for p in md.getPartitionToWriteStats().keySet().toArray()),
+            }
+        )
+    return out
+
+
+def file_slices(path: str, partitions: list) -> dict:
+    """hudi-cli's `show fsview latest`: partition -> sorted [[file id, base instant, base file], ...]
+    from Java's file-system view over the completed commits timeline."""
+    jvm = SPARK._jvm
+    meta = _meta_client(path)
+    tl = meta.getActiveTimeline().getCommitsAndCompactionTimeline().filterCompletedAndCompactionInstants()
+    views = jvm.org.apache.hudi.common.table.view.HoodieTableFileSystemView
+    try:  # 0.x
+        view = views(meta, tl)
+    except Exception:  # noqa: BLE001 - 1.x: a listing-based view is built by a factory
+        context = jvm.org.apache.hudi.common.engine.HoodieLocalEngineContext(meta.getStorageConf())
+        view = views.fileListingBasedFileSystemView(context, meta, tl)
+    out = {}
+    for part in partitions:
+        rows = []
+        for fs in view.getLatestFileSlices(part).toArray():
+            base = fs.getBaseFile()
+            rows.append(
+                [
+                    fs.getFileId(),
+                    fs.getBaseInstantTime(),
+                    base.get().getFileName() if base.isPresent() else None,
+                ]
+            )
+        out[part] = sorted(rows)
+    view.close()
+    return out
+
+
+def properties(path: str) -> dict:
+    """hoodie.properties as Java's HoodieTableConfig loads it (checksum validated on load)."""
+    cfg = _meta_client(path).getTableConfig()
+    props = cfg.getProps()
+    return {str(k): str(props.getProperty(k)) for k in props.stringPropertyNames().toArray()}
+
+
+def stop() -> None:
+    SPARK.stop()
+    sys.exit(0)
+
+
+OPS = {f.__name__: f for f in (version, write, read, sql, timeline, commits, file_slices, properties, stop)}
+
+
+# -- Java API helpers (0.15 and 1.x differ in a few names) ------------------------------------------
+def _hudi_version() -> str:
+    pkg = SPARK._jvm.org.apache.hudi.common.table.HoodieTableMetaClient._java_lang_class.getPackage()
+    return str(pkg.getImplementationVersion())
+
+
+def _meta_client(path: str):
+    jvm = SPARK._jvm
+    hadoop_conf = SPARK._jsc.hadoopConfiguration()
+    builder = jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setBasePath(path)
+    try:  # 0.15+: a StorageConfiguration wraps the Hadoop one
+        conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf)
+    except Exception:  # noqa: BLE001 - 0.14: the Hadoop configuration itself
+        conf = hadoop_conf
+    return builder.setConf(conf).build()
+
+
+def _instant_time(inst) -> str:
+    for name in ("requestedTime", "getTimestamp"):  # 1.x, 0.x
+        if hasattr(inst, name):
+            try:
+                return str(getattr(inst, name)())
+            except Exception:  # noqa: BLE001, S112 - py4j resolves methods lazily
+                continue
+    raise RuntimeError("no instant time accessor")
+
+
+def _commit_metadata(meta, tl, inst):
+    jvm = SPARK._jvm
+    try:  # 1.x: the timeline's layout reads the metadata
+        return tl.readCommitMetadata(inst)
+    except Exception:  # noqa: BLE001 - 0.x: JSON bytes
+        details = tl.getInstantDetails(inst).get()
+        return jvm.org.apache.hudi.common.model.HoodieCommitMetadata.fromBytes(
+            details, jvm.org.apache.hudi.common.model.HoodieCommitMetadata._java_lang_class
+        )
+
+
+# -- the loop ------------------------------------------------------------------------------------
+def _session(jar: str, tz: str | None):
+    from pyspark.sql import SparkSession
+
+    java_opts = f"-Duser.timezone={tz}" if tz else ""
+    return (
+        SparkSession.builder.master("local[2]").appName("java-hudi-oracle")
+        .config("spark.jars", jar)
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )  # fmt: skip
+
+
+def main() -> None:
+    global REPLY, SPARK
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jar", required=True)
+    ap.add_argument("--timezone", default=None, help="the JVM's default zone (Java stamps instants in it)")
+    args = ap.parse_args()
+    # keep the original stdout for replies; the JVM (started below) inherits fd 1 = stderr
+    REPLY = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if args.timezone:
+        os.environ["TZ"] = args.timezone
+    SPARK = _session(args.jar, args.timezone)
+    SPARK.sparkContext.setLogLevel("WARN")
+    REPLY.write(json.dumps({"ok": True, "result": version()}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        try:
+            result = OPS[req["op"]](**req.get("args", {}))
+            reply = {"ok": True, "result": result}
+        except SystemExit:
+            raise
+        except BaseException as e:  # noqa: BLE001 - every failure is the test's answer
+            reply = {
+                "ok": False,
+                "error": f"{type(e).__name__}: {e}"[:4000],
+                "trace": traceback.format_exc()[-8000:],
+            }
+        REPLY.write(json.dumps(reply, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The test side of the Java Hudi oracle: starts `hudi_server.py` in the interop virtualenv and
+calls it (see that module for the protocol)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tests.interop import fetch_jars
+
+SERVER = Path(__file__).with_name("hudi_server.py")
+VENV_PYTHON = fetch_jars.HOME / "venv-spark-3.5.1" / "bin" / "python"
+
+
+class JavaHudiError(RuntimeError):
+    def __init__(self, error: str, trace: str):
+        super().__init__(error)
+        self.trace = trace
+
+
+def interop_missing() -> str | None:
+    """Why the interop tier cannot run here, or None (run.sh `ensure_interop` sets it up)."""
+    if not VENV_PYTHON.exists():
+        return f"no interop virtualenv at {VENV_PYTHON.parent.parent}"
+    for version in fetch_jars.BUNDLES:
+        if not fetch_jars.jar_path(version).exists():
+            return f"no Hudi {version} bundle at {fetch_jars.jar_path(version)}"
+    return None
+
+
+class JavaHudi:
+    """One JVM with one Hudi bundle, for the whole test session."""
+
+    def __init__(self, version: str, timezone: str | None = None, timeout_s: float = 600):
+        self.version = version
+        self.timeout_s = timeout_s
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"java-hudi-{version}-"))
+        self.log_path = self.scratch / "server.log"
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_HOME", "PYTHONPATH"))
+        }
+        cmd = [str(VENV_PYTHON), str(SERVER), "--jar", str(fetch_jars.jar_path(version))]
+        if timezone:
+            cmd += ["--timezone", timezone]
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the process's life
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env
+        )
+        self._replies: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.info = self._reply("start")
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._replies.put(line)
+        self._replies.put(None)
+
+    def _reply(self, what: str):
+        try:
+            line = self._replies.get(timeout=self.timeout_s)
+        except queue.Empty:
+            raise TimeoutError(
+                f"Java Hudi {self.version}: no answer to {what} in {self.timeout_s} s"
+            ) from None
+        if line is None:
+            raise RuntimeError(f"Java Hudi {self.version} exited during {what}; log:\n{self.log_tail()}")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise JavaHudiError(f"Java Hudi {self.version} {what}: {reply['error']}", reply.get("trace", ""))
+        return reply["result"]
+
+    def log_tail(self, n: int = 60) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def call(self, op: str, **args):
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
+        self.proc.stdin.flush()
+        return self._reply(op)
+
+    # -- conveniences ---------------------------------------------------------------------------
+    def write(self, path, data: pa.Table, options: dict, mode: str = "append") -> None:
+        src = self.scratch / f"in-{uuid.uuid4().hex}.parquet"
+        pq.write_table(data, src)
+        try:
+            self.call("write", path=str(path), input=str(src), options=options, mode=mode)
+        finally:
+            src.unlink(missing_ok=True)
+
+    def read(self, path, **options) -> pa.Table:
+        out = self.scratch / f"out-{uuid.uuid4().hex}"
+        self.call("read", path=str(path), out=str(out), options={k: str(v) for k, v in options.items()})
+        t = pq.read_table(out)
+        for f in out.iterdir():
+            f.unlink()
+        out.rmdir()
+        return t
+
+    def timeline(self, path, completed_only: bool = True) -> list[tuple[str, str, str]]:
+        return [tuple(i) for i in self.call("timeline", path=str(path), completed_only=completed_only)]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(RuntimeError, OSError):
+                self.call("stop")
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._log.close()
+
+
+def main() -> None:  # python -m tests.interop.java_hudi 0.15.0: start one and print its versions
+    j = JavaHudi(sys.argv[1] if len(sys.argv) > 1 else "0.15.0")
+    print(j.info)
+    j.close()
+
+
+if __name__ == "__main__":
+    main()

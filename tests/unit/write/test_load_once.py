@@ -8,6 +8,7 @@ completed commit files, and per-file size calls."""
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from contextlib import contextmanager
 
@@ -65,20 +66,25 @@ def storage_calls(monkeypatch):
             return "file size calls"
         return None
 
-    inside = []  # list_names may call list_dir: count the outer call only
+    # list_names may call list_dir: count the outer call only, per thread (a write merges file
+    # groups on several threads: a call on one must not hide a call on another)
+    local = threading.local()
+    lock = threading.Lock()
 
     with monkeypatch.context() as m:
         for method in ("list_names", "list_dir", "read_bytes", "size"):
             real = getattr(Storage, method)
 
             def counted(self, rel, *a, _real=real, _method=method, **k):
-                if not inside and (what := kind(_method, rel)) is not None:
-                    counts[what] += 1
-                inside.append(1)
+                depth = getattr(local, "depth", 0)
+                if not depth and (what := kind(_method, rel)) is not None:
+                    with lock:
+                        counts[what] += 1
+                local.depth = depth + 1
                 try:
                     return _real(self, rel, *a, **k)
                 finally:
-                    inside.pop()
+                    local.depth = depth
 
             m.setattr(Storage, method, counted)
         yield counts

@@ -55,7 +55,13 @@ class JavaHudi:
             cmd += ["--timezone", timezone]
         self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the process's life
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=env,
+            start_new_session=True,  # its own process group: a test can kill -9 the JVM with it
         )
         self._replies: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 REPLY = None  # the original stdout, set in main()
@@ -35,10 +36,28 @@ def version() -> dict:
 
 
 def write(path: str, input: str, options: dict, mode: str = "append") -> dict:
-    """df.write.format("hudi") of the Parquet file(s) at `input`."""
+    """df.write.format("hudi") of the Parquet file(s) at `input`; `seconds`: the write alone (a
+    benchmark's figure: no request or reply in it)."""
     df = SPARK.read.parquet(input)
+    start = time.perf_counter()
     df.write.format("hudi").options(**options).mode(mode).save(path)
-    return {"rows": df.count()}
+    return {"seconds": time.perf_counter() - start}
+
+
+def stream(path: str, input: str, schema: str, checkpoint: str, options: dict) -> dict:
+    """A structured-streaming query into format("hudi") over the Parquet files in `input`, one
+    file per micro-batch, run to the end (availableNow); `seconds`: start to termination."""
+    df = SPARK.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(input)
+    start = time.perf_counter()
+    q = (
+        df.writeStream.format("hudi").options(**options).option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True).start(path)
+    )  # fmt: skip
+    q.awaitTermination()
+    seconds = time.perf_counter() - start
+    if q.exception():
+        raise RuntimeError(str(q.exception()))
+    return {"seconds": seconds, "batches": len(q.recentProgress)}
 
 
 def read(path: str, out: str, options: dict | None = None) -> dict:
@@ -124,7 +143,10 @@ def stop() -> None:
     sys.exit(0)
 
 
-OPS = {f.__name__: f for f in (version, write, read, sql, timeline, commits, file_slices, properties, stop)}
+OPS = {
+    f.__name__: f
+    for f in (version, write, stream, read, sql, timeline, commits, file_slices, properties, stop)
+}
 
 
 # -- Java API helpers (0.15 and 1.x differ in a few names) ------------------------------------------
@@ -166,7 +188,7 @@ def _commit_metadata(meta, tl, inst):
 
 
 # -- the loop ------------------------------------------------------------------------------------
-def _session(jar: str, tz: str | None):
+def _session(jar: str, tz: str | None, driver_memory: str):
     from pyspark.sql import SparkSession
 
     java_opts = f"-Duser.timezone={tz}" if tz else ""
@@ -178,7 +200,7 @@ def _session(jar: str, tz: str | None):
         .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
         .config("spark.driver.extraJavaOptions", java_opts)
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", driver_memory)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
@@ -192,6 +214,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jar", required=True)
     ap.add_argument("--timezone", default=None, help="the JVM's default zone (Java stamps instants in it)")
+    ap.add_argument("--driver-memory", default="2g")
     args = ap.parse_args()
     # keep the original stdout for replies; the JVM (started below) inherits fd 1 = stderr
     REPLY = os.fdopen(os.dup(1), "w", buffering=1)
@@ -199,7 +222,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     if args.timezone:
         os.environ["TZ"] = args.timezone
-    SPARK = _session(args.jar, args.timezone)
+    SPARK = _session(args.jar, args.timezone, args.driver_memory)
     SPARK.sparkContext.setLogLevel("WARN")
     REPLY.write(json.dumps({"ok": True, "result": version()}) + "\n")
     for line in sys.stdin:

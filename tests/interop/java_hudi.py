@@ -42,7 +42,9 @@ def interop_missing() -> str | None:
 class JavaHudi:
     """One JVM with one Hudi bundle, for the whole test session."""
 
-    def __init__(self, version: str, timezone: str | None = None, timeout_s: float = 600):
+    def __init__(
+        self, version: str, timezone: str | None = None, timeout_s: float = 600, driver_memory: str = "2g"
+    ):
         self.version = version
         self.timeout_s = timeout_s
         self.scratch = Path(tempfile.mkdtemp(prefix=f"java-hudi-{version}-"))
@@ -50,7 +52,8 @@ class JavaHudi:
         env = {
             k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_HOME", "PYTHONPATH"))
         }
-        cmd = [str(VENV_PYTHON), str(SERVER), "--jar", str(fetch_jars.jar_path(version))]
+        jar = str(fetch_jars.jar_path(version))
+        cmd = [str(VENV_PYTHON), str(SERVER), "--jar", jar, "--driver-memory", driver_memory]
         if timezone:
             cmd += ["--timezone", timezone]
         self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the process's life
@@ -97,11 +100,12 @@ class JavaHudi:
         return self._reply(op)
 
     # -- conveniences ---------------------------------------------------------------------------
-    def write(self, path, data: pa.Table, options: dict, mode: str = "append") -> None:
+    def write(self, path, data: pa.Table, options: dict, mode: str = "append") -> float:
+        """Java writes `data`; returns the seconds its write took."""
         src = self.scratch / f"in-{uuid.uuid4().hex}.parquet"
         pq.write_table(data, src)
         try:
-            self.call("write", path=str(path), input=str(src), options=options, mode=mode)
+            return self.call("write", path=str(path), input=str(src), options=options, mode=mode)["seconds"]
         finally:
             src.unlink(missing_ok=True)
 

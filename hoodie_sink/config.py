@@ -140,6 +140,10 @@ OPTIONS: tuple[Option, ...] = (
                    upper=True),
            ("type", "hoodie.table.type"), True),
     Option("hoodie.datasource.write.hive_style_partitioning", "hive_style", _bool, (), True),
+    Option("hoodie.populate.meta.fields", "populate_meta_fields", _bool, (), True,
+           doc="false: Hudi's virtual keys. Base files keep the five _hoodie_* columns but write them as "
+               "nulls (the file name excepted), with no bloom filter or key range in the footer; keys are "
+               "computed from the record key fields when needed. Set at table creation, fixed afterwards."),
     Option("hoodie.datasource.write.partitionpath.urlencode", "url_encode", _bool, (), True),
     Option("hoodie.datasource.write.keygenerator.type", "keygen_type",
            _choice("simple", "complex", "non_partition", "timestamp",
@@ -247,7 +251,6 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
         "the input schema becomes the table schema (every table column must be in the input; "
         "see hoodie.write.set.null.for.missing.columns)",
     ),
-    "hoodie.populate.meta.fields": (("true",), "base files always carry the five _hoodie_* meta columns"),
     "hoodie.datasource.write.drop.partition.columns": (
         ("false",),
         "partition columns stay in the base files",
@@ -366,6 +369,7 @@ class WriteConfig:
     table_type: str = COPY_ON_WRITE  # hoodie.properties' spelling
     hive_style: bool = False
     url_encode: bool = False
+    populate_meta_fields: bool = True
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
     keygen_class: str | None = None
     ts_type: str | None = None  # UNIX_TIMESTAMP, EPOCHMILLISECONDS, DATE_STRING, SCALAR

@@ -82,7 +82,6 @@ REFUSED = {
     "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
     "hoodie.combine.before.upsert": "false",
     "hoodie.combine.before.insert": "true",
-    "hoodie.populate.meta.fields": "false",
     "hoodie.datasource.write.drop.partition.columns": "true",
     "hoodie.table.version": "8",
     "hoodie.timeline.layout.version": "2",

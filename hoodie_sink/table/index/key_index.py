@@ -51,6 +51,8 @@ import pyarrow.parquet as pq
 from hoodie_sink.errors import HoodieKeyError, HoodieTableError
 from hoodie_sink.table.arrow_util import as_strings
 from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.format.keygen import KeyGenerator
+from hoodie_sink.table.format.virtual_keys import key_source_columns, stored_record_keys
 from hoodie_sink.table.index.bloom import (
     BLOOM_FOOTER_KEY,
     BLOOM_TYPE_CODE_KEY,
@@ -217,16 +219,23 @@ def read_footer(storage: Storage, rel_path: str) -> FileFooter:
     return FileFooter(int(md.num_rows), lo, hi, raw or None, _footer_value(meta, BLOOM_TYPE_CODE_KEY))
 
 
-def read_record_keys(storage: Storage, rel_path: str) -> pa.Array:
-    """The `_hoodie_record_key` column of one base file as one string array (no caching)."""
+def read_record_keys(storage: Storage, rel_path: str, key_generator: KeyGenerator | None = None) -> pa.Array:
+    """The record keys of one base file as one string array (no caching): its `_hoodie_record_key`
+    column, or with `key_generator` (a virtual-key table) the keys computed from its record key
+    fields wherever that column is null."""
     try:
         with storage.open_input_file(rel_path) as f:
             pf = pq.ParquetFile(f)
-            if RECORD_KEY_COLUMN not in pf.schema_arrow.names:
+            names = pf.schema_arrow.names
+            if key_generator is not None:
+                wanted = [RECORD_KEY_COLUMN, *key_source_columns(key_generator)]
+                rows = pf.read(columns=[c for c in wanted if c in names], use_threads=False)
+                return stored_record_keys(rows, key_generator)
+            if RECORD_KEY_COLUMN not in names:
                 raise HoodieTableError(
                     f"Base file {storage.full(rel_path)} has no {RECORD_KEY_COLUMN} column, so the record "
-                    "index cannot find keys in it. Help: tables written with hoodie.populate.meta.fields=false "
-                    "cannot be upserted by hoodie_sink; rewrite the table with meta fields."
+                    "index cannot find keys in it. Help: a table written with hoodie.populate.meta.fields=false "
+                    "must say so in its hoodie.properties."
                 )
             col = pf.read(columns=[RECORD_KEY_COLUMN], use_threads=False).column(0)
     except (OSError, pa.ArrowInvalid) as e:
@@ -235,7 +244,8 @@ def read_record_keys(storage: Storage, rel_path: str) -> pa.Array:
     if keys.null_count:
         raise HoodieTableError(
             f"Base file {storage.full(rel_path)} has {keys.null_count} null {RECORD_KEY_COLUMN} value(s) "
-            "(written with hoodie.populate.meta.fields=false?): the record index needs the keys."
+            "but the table's hoodie.properties does not say hoodie.populate.meta.fields=false: the record "
+            "index needs the keys."
         )
     return keys
 
@@ -274,19 +284,29 @@ class KeyIndex:
     are derived again when unpickled.  Footers and key columns come from the process-wide caches.
     """
 
-    def __init__(self, storage: Storage, base_files: list[BaseFile], global_index: bool = False):
+    def __init__(
+        self,
+        storage: Storage,
+        base_files: list[BaseFile],
+        global_index: bool = False,
+        key_generator: KeyGenerator | None = None,
+    ):
         self.storage = storage
         self.base_files = list(base_files)
         self.global_index = bool(global_index)
+        # set for a virtual-key table (hoodie.populate.meta.fields=false): stored keys are computed
+        self.key_generator = key_generator
         self._prepare()
 
     def __getstate__(self) -> dict:
-        return {"storage": self.storage, "base_files": self.base_files, "global_index": self.global_index}
+        return {"storage": self.storage, "base_files": self.base_files, "global_index": self.global_index,
+                "key_generator": self.key_generator}  # fmt: skip
 
     def __setstate__(self, state: dict) -> None:
         self.storage = state["storage"]
         self.base_files = state["base_files"]
         self.global_index = state["global_index"]
+        self.key_generator = state.get("key_generator")
         self._prepare()
 
     def _prepare(self) -> None:
@@ -472,7 +492,9 @@ class KeyIndex:
                 out[i] = arr
         for i, arr in zip(
             missing,
-            _parallel(lambda j: read_record_keys(self.storage, self._files[j].path), missing),
+            _parallel(
+                lambda j: read_record_keys(self.storage, self._files[j].path, self.key_generator), missing
+            ),
             strict=True,
         ):
             _KEYS.put(self._cache_key(i), arr, arr.nbytes)

@@ -73,7 +73,9 @@ class Snapshot:
             timeline = Timeline(tuple(i for i in timeline.instants if i.timestamp <= as_of))
         avro = latest_schema(storage, timeline, table)
         data = avro_to_arrow(json.loads(avro)) if avro else pa.schema([])
-        meta = [pa.field(n, pa.string()) for n in META_COLUMNS]
+        # A virtual-key table's meta columns are null: Java's reader leaves them out, so do we
+        # (format/virtual_keys.py).
+        meta = [pa.field(n, pa.string()) for n in META_COLUMNS] if table.populate_meta_fields else []
         schema = pa.schema(meta + [f for f in data if f.name not in META_COLUMNS])
         latest = timeline.latest_completed()
         instant = latest.timestamp if latest else None

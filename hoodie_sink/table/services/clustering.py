@@ -285,7 +285,8 @@ def _job_of_plan(
             f"Instant {requested.timestamp} on {storage.base_uri} is not a pending clustering."
         )
     groups, params, preserve = from_avro_plan(plan, storage.base_uri)
-    avro = latest_schema(storage, Timeline.load(storage), read_table_config(storage))
+    table = read_table_config(storage)
+    avro = latest_schema(storage, Timeline.load(storage), table)
     if avro is None:
         raise HoodieTableError(f"The table at {storage.base_uri} has no schema yet: nothing to cluster.")
     avro_json = json.loads(avro)
@@ -297,7 +298,10 @@ def _job_of_plan(
         instant=requested.timestamp,
         data_schema=storage_schema(avro_to_arrow(avro_json)),
         avro_with_meta=json.dumps(with_meta_fields(avro_json), separators=(",", ":")),
-        settings=parquet_settings_of(cfg.with_(max_file_size=target_bytes)),
+        # the table decides whether the new files carry meta fields (virtual keys: they do not)
+        settings=parquet_settings_of(
+            cfg.with_(max_file_size=target_bytes, populate_meta_fields=table.populate_meta_fields)
+        ),
         sort_columns=tuple(
             c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c
         ),

@@ -49,6 +49,8 @@ class ParquetSettings:
     bloom_num_entries: int
     bloom_fpp: float
     bloom_max_entries: int
+    # false: Hudi's virtual keys (hoodie.populate.meta.fields=false, format/virtual_keys.py)
+    populate_meta_fields: bool
 
     @property
     def codec(self) -> str:
@@ -164,47 +166,63 @@ class BaseFileWriter:
         n = data.num_rows
         if n == 0:
             return
+        if self.settings.populate_meta_fields:
+            meta = [*self._commit_meta(n, commit_times, seqnos), keys, _constant(self.partition_path, n)]
+        else:
+            # Virtual keys: Java writes the columns, all null but the file name (see
+            # format/virtual_keys.py), so readers find the schema they expect.
+            meta = [pa.nulls(n, pa.string())] * 3 + [pa.nulls(n, _DICT_STRING)]
+        cols = meta + [_constant(self.name, n)] + [data.column(i) for i in range(data.num_columns)]
+        table = pa.Table.from_arrays(cols, schema=self._write_schema)
+        (self._writer or self._open(table)).write_table(table, row_group_size=max(n, 1))
+        self._rows += n
+        self._updates += num_updates
+        self._inserts += n - num_updates
+        if self.settings.populate_meta_fields:
+            self._index_keys(keys, bloom_keys)
+
+    def _commit_meta(
+        self, n: int, commit_times: pa.Array | None, seqnos: pa.Array | None
+    ) -> tuple[pa.Array, pa.Array]:
+        """Commit times and sequence numbers: kept ones, or this instant's for rows it writes."""
         if commit_times is None:
-            commit_times = (
-                pa.repeat(pa.scalar(self.instant, pa.string()), n) if n else pa.array([], pa.string())
-            )
+            commit_times = pa.repeat(pa.scalar(self.instant, pa.string()), n)
         if seqnos is None:
             idx = pc.cast(_arange(self._rows, n), pa.string())
             seqnos = pc.binary_join_element_wise(self._seq_prefix, idx, "")
-        cols = [
-            commit_times,
-            seqnos,
-            keys,
-            _constant(self.partition_path, n),
-            _constant(self.name, n),
-        ] + [data.column(i) for i in range(data.num_columns)]
-        table = pa.Table.from_arrays(cols, schema=self._write_schema)
-        (self._writer or self._open(table)).write_table(table, row_group_size=max(n, 1))
+        return commit_times, seqnos
+
+    def _index_keys(self, keys: pa.Array, bloom_keys: pa.Array | None) -> None:
+        """Fold keys into the footer's bloom filter and key range."""
         # bloom_keys only count when the filter was seeded (else it starts empty: every key goes in)
         self._bloom.add_keys(bloom_keys if bloom_keys is not None and self._seeded else keys)
         mm = pc.min_max(keys)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         self._min = lo if self._min is None or (lo is not None and lo < self._min) else self._min
         self._max = hi if self._max is None or (hi is not None and hi > self._max) else self._max
-        self._rows += n
-        self._updates += num_updates
-        self._inserts += n - num_updates
 
     def close(self) -> WriteStat:
-        footer = {
-            BLOOM_FOOTER_KEY: self._bloom.to_base64(),
-            "parquet.avro.schema": self._avro,
-            "writer.model.name": "avro",
-        }
+        footer = {"parquet.avro.schema": self._avro, "writer.model.name": "avro"}
+        if self.settings.populate_meta_fields:
+            footer.update(self._key_footer())
+        writer = self._writer or self._open(None)
+        writer.add_key_value_metadata(footer)
+        writer.close()
+        self._sink.close()
+        return self._stat()
+
+    def _key_footer(self) -> dict[str, str]:
+        """Bloom filter and key range: Java writes them only with meta fields (a virtual-key
+        table's footer has the Avro schema alone)."""
+        footer = {BLOOM_FOOTER_KEY: self._bloom.to_base64()}
         if self._bloom.type_code == "DYNAMIC_V0":
             footer[BLOOM_TYPE_CODE_KEY] = "DYNAMIC_V0"
         if self._min is not None and self._max is not None:
             footer[MIN_KEY_FOOTER_KEY] = self._min
             footer[MAX_KEY_FOOTER_KEY] = self._max
-        writer = self._writer or self._open(None)
-        writer.add_key_value_metadata(footer)
-        writer.close()
-        self._sink.close()
+        return footer
+
+    def _stat(self) -> WriteStat:
         if self.guard is not None:
             # Finished after the write was aborted or committed without us: remove our file.
             self.guard.wrote(self.rel_path)
@@ -401,4 +419,5 @@ def parquet_settings_of(c: WriteConfig) -> ParquetSettings:
         bloom_num_entries=c.bloom_num_entries,
         bloom_fpp=c.bloom_fpp,
         bloom_max_entries=c.bloom_max_entries,
+        populate_meta_fields=c.populate_meta_fields,
     )

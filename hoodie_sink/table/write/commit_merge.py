@@ -30,10 +30,11 @@ from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.markers import MERGE
 from hoodie_sink.table.format.schema import META_COLUMNS
+from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.index.key_index import cached_bloom
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema
-from hoodie_sink.table.write.context import WriteContext, parquet_settings
+from hoodie_sink.table.write.context import WriteContext, parquet_settings, stored_keygen
 from hoodie_sink.table.write.merge import (
     COMMIT_SEQNO,
     COMMIT_TIME,
@@ -122,6 +123,7 @@ def _rewrite(
             with storage.open_input_file(path) as f:
                 tables.append(pq.read_table(f))
         base = read_base_file(storage, old_bf.path, schema) if old_bf else None
+        base = with_record_keys(base, stored_keygen(ctx)) if base is not None else None
         prev = old_bf.instant if old_bf else NULL_COMMIT
         per_partition = ctx.config.index_type != "global_bloom"
         all_changes = pa.concat_tables(tables, promote_options="permissive")
@@ -139,7 +141,7 @@ def _rewrite(
         new_keys = merged.inserted_keys if old_bf else None
     else:  # only duplicate removal, on the version a task wrote in this instant
         assert task_stat is not None, "a file group without staged changes was written by a task"
-        current = read_base_file(storage, task_stat.path, schema)
+        current = with_record_keys(read_base_file(storage, task_stat.path, schema), stored_keygen(ctx))
         prev = task_stat.prev_commit
         data = current.drop_columns(list(META_COLUMNS))
         keys, times, seqnos = (

@@ -95,6 +95,12 @@ def keygen_for(ctx: WriteContext) -> KeyGenerator:
     return KeyGenerator(keygen_config_of(ctx.config))
 
 
+def stored_keygen(ctx: WriteContext) -> KeyGenerator | None:
+    """The key generator that gives the keys of stored rows in a virtual-key table
+    (hoodie.populate.meta.fields=false, format/virtual_keys.py); None where files store them."""
+    return None if ctx.config.populate_meta_fields else keygen_for(ctx)
+
+
 def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
     """The key generator of a write (options resolved against the table); raises
     HoodieConfigError for options that no key generator can run with."""

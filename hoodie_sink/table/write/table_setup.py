@@ -122,6 +122,7 @@ def new_table_config(cfg: WriteConfig) -> TableConfig:
         database=cfg.database or "default",
         # written so that Java writers and hudi-rs infer the merge semantics this write applies
         payload_class=cfg.payload_class or default_payload(cfg.precombine_field),
+        populate_meta_fields=check_virtual_keys(cfg, keygen),
         extra=_timestamp_keygen_props(cfg) if keygen == "TIMESTAMP" else {},
     )
 
@@ -159,7 +160,7 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
         "ts_output_format": table.extra.get("hoodie.keygen.timebased.output.dateformat"),
         "ts_timezone": table.extra.get("hoodie.keygen.timebased.timezone"),
     }
-    return cfg.with_(
+    resolved = cfg.with_(
         table_name=table.name,
         table_type=table.table_type,
         record_key_fields=table.record_key_fields or cfg.record_key_fields,
@@ -170,8 +171,11 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
         keygen_type=keygen,
         keygen_class=None,
         payload_class=_merge_payload(cfg, table),
+        populate_meta_fields=table.populate_meta_fields,
         **{k: getattr(cfg, k) or v for k, v in ts.items()},
     )
+    check_virtual_keys(resolved, keygen)
+    return resolved
 
 
 def _refuse_contradictions(cfg: WriteConfig, table: TableConfig, keygen: str) -> None:
@@ -189,6 +193,8 @@ def _refuse_contradictions(cfg: WriteConfig, table: TableConfig, keygen: str) ->
         ("table_name" in ex, "hoodie.table.name", cfg.table_name, table.name),
         ("hive_style" in ex, w + "hive_style_partitioning", cfg.hive_style, table.hive_style),
         ("url_encode" in ex, w + "partitionpath.urlencode", cfg.url_encode, table.url_encode),
+        ("populate_meta_fields" in ex, "hoodie.populate.meta.fields", cfg.populate_meta_fields,
+         table.populate_meta_fields),
         (names_keygen, w + "keygenerator.type", cfg.resolved_keygen if names_keygen else keygen, keygen),
     ]  # fmt: skip
     for named, option, given, stored in checks:
@@ -202,7 +208,35 @@ def _refuse_contradictions(cfg: WriteConfig, table: TableConfig, keygen: str) ->
 
 
 def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()  # as hoodie.properties spells it
     return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
+# Key generators whose keys can be computed again from the stored data columns: Java's
+# validateAgainstTableProperties (BaseHoodieWriteClient, 0.15) allows virtual keys with these only.
+VIRTUAL_KEY_GENERATORS = ("SIMPLE", "COMPLEX", "NON_PARTITION")
+
+
+def check_virtual_keys(cfg: WriteConfig, keygen: str) -> bool:
+    """`cfg.populate_meta_fields`, once the write is known to work without stored keys
+    (hoodie.populate.meta.fields=false, Hudi's virtual keys): refused with a key generator
+    Java refuses, and for generated keys, which no column holds."""
+    if cfg.populate_meta_fields:
+        return True
+    if keygen not in VIRTUAL_KEY_GENERATORS:
+        raise HoodieConfigError(
+            f"Option 'hoodie.populate.meta.fields'=false (virtual keys) needs a key generator that "
+            f"recomputes keys from the record key fields: {', '.join(VIRTUAL_KEY_GENERATORS)} (as in "
+            f"Apache Hudi), not {keygen}. Help: use hoodie.populate.meta.fields=true with {keygen}."
+        )
+    if not cfg.record_key_fields:
+        raise HoodieConfigError(
+            "Option 'hoodie.populate.meta.fields'=false (virtual keys) needs "
+            "'hoodie.datasource.write.recordkey.field': generated keys (append without a record key) "
+            "are stored only in _hoodie_record_key. Help: name the key column(s)."
+        )
+    return False
 
 
 def _merge_payload(cfg: WriteConfig, table: TableConfig) -> str:

@@ -36,6 +36,7 @@ from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.file_group import BaseFile, file_id, new_file_id_prefix
 from hoodie_sink.table.format.markers import MERGE, marker_dir
 from hoodie_sink.table.format.schema import cast_to_storage
+from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.index.key_index import KeyIndex, cached_bloom
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter, file_schema
@@ -47,6 +48,7 @@ from hoodie_sink.table.write.context import (
     WriteContext,
     keygen_for,
     parquet_settings,
+    stored_keygen,
 )
 from hoodie_sink.table.write.instant_guard import InstantGuard
 from hoodie_sink.table.write.merge import (
@@ -113,8 +115,12 @@ class UpsertTask:
         self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)
         self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
         self.append_only = self.cfg.operation == "insert"
+        self.stored_keygen = stored_keygen(ctx)
         self.index = KeyIndex(
-            self.storage, list(ctx.base_files), global_index=self.cfg.index_type == "global_bloom"
+            self.storage,
+            list(ctx.base_files),
+            global_index=self.cfg.index_type == "global_bloom",
+            key_generator=self.stored_keygen,
         )
         self.assigner = BucketAssigner(ctx, self._try_claim)
         self.result = UpsertResult(ctx.instant, task.partition_id, task.attempt_number)
@@ -314,6 +320,7 @@ class UpsertTask:
     ) -> None:
         old_bf = self.base_by_id.get(fid)
         old = read_base_file(self.storage, old_bf.path, self.file_schema) if old_bf else None
+        old = with_record_keys(old, self.stored_keygen) if old is not None else None
         merged = merge_file_group(
             old,
             changes,

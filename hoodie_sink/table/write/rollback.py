@@ -10,10 +10,11 @@ import logging
 import posixpath
 
 from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile
 from hoodie_sink.table.format.heartbeat import HEARTBEAT_DIR, is_alive, stop_heartbeat
-from hoodie_sink.table.format.markers import delete_markers, list_marked_files, marker_dir
+from hoodie_sink.table.format.markers import APPEND, delete_markers, list_marked_files, marker_dir
 from hoodie_sink.table.format.timeline.instant import (
     COMPLETED,
     INFLIGHT,
@@ -28,9 +29,26 @@ log = logging.getLogger(__name__)
 
 
 def files_of_instant(storage: Storage, instant: str) -> list[str]:
-    """Data files an instant may have written: its markers, or (no markers) a listing."""
+    """Data files an instant may have written: its markers (direct or timeline-server based),
+    or, with no marker folder at all, a listing of the files whose name carries the instant
+    (what Java's listing-based rollback does)."""
     if storage.is_dir(marker_dir(instant)):
-        return [path for path, _ in list_marked_files(storage, instant)]
+        marked = list_marked_files(storage, instant)
+        appended = [path for path, io_type in marked if io_type == APPEND]
+        if appended:
+            # an APPEND marker names the slice's *base file* (format doc §8): deleting it would
+            # destroy committed data; Java appends a rollback command block to the log instead
+            raise HoodieTableError(
+                f"Cannot roll back pending instant {instant} on {storage.base_uri}: it appended to log "
+                f"files ({len(appended)} APPEND markers, e.g. {appended[0]}) and rolling back log "
+                "appends is not implemented. Help: roll it back with Apache Hudi (hudi-cli "
+                "'commit rollback') before writing with hoodie_sink."
+            )
+        return [path for path, _ in marked]
+    return _files_named_with(storage, instant)
+
+
+def _files_named_with(storage: Storage, instant: str) -> list[str]:
     found = []
     for rel in storage.walk_files(""):
         if rel.startswith(".hoodie/"):

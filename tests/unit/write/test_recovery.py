@@ -7,18 +7,25 @@ default) timeline-server based.
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import posixpath
 
 import pyarrow as pa
 import pytest
 
 import hoodie_sink
+from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table import client
 from hoodie_sink.table.format.file_group import BaseFile
-from hoodie_sink.table.format.markers import list_marked_files, marker_dir
+from hoodie_sink.table.format.markers import WORK_ROOT, list_marked_files, marker_dir, work_dir
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write import coordinator, streaming, write_path
+from hoodie_sink.table.write.context import TaskIdentity
 from hoodie_sink.table.write.rollback import files_of_instant, rollback_failed_writes
+from hoodie_sink.table.write.streaming import LEGACY_STREAMING_DIR, BatchRef
 from tests.support.tables import assert_table_matches
 
 OPTS = {
@@ -88,3 +95,94 @@ def test_rollback_refuses_log_appends_rather_than_delete_the_base_file_an_append
     with pytest.raises(HoodieTableError, match="APPEND markers"):
         files_of_instant(storage, CRASHED)
     assert storage.exists(bf.path)
+
+
+# -- issue 10 item 1: nothing but markers in a marker folder ---------------------------------
+
+
+def java_parses_as_marker(rel_in_marker_dir: str) -> bool:
+    """Java's DirectWriteMarkers/MarkerUtils: `<partition>/<data file>.marker.<IOType>`."""
+    data, sep, io_type = rel_in_marker_dir.rpartition(".marker.")
+    return bool(sep) and io_type in ("CREATE", "MERGE", "APPEND") and data.endswith(".parquet")
+
+
+def crashed_upsert_with_staging(path: str) -> str:
+    """An upsert whose two tasks both change one file group (claims, staged changes, key logs),
+    then the driver dies before the commit."""
+    hoodie_sink.write(rows(0, 8), path, OPTS)
+    cfg = WriteConfig.from_options(OPTS, path=path)
+    ctx = coordinator.begin(cfg, rows(0, 1).schema)
+    for pid, ids in enumerate(([0, 2, 20], [4, 6, 22])):  # the same file group of p0, new keys too
+        batch = rows(0, 30).filter(pa.array([i in ids for i in range(30)])).to_batches()
+        write_path.write_task(ctx, TaskIdentity(pid, 2, 100 + pid), batch)
+    return ctx.instant
+
+
+def test_a_crashed_upsert_leaves_only_markers_in_its_marker_folder(tmp_path):
+    path = str(tmp_path / "t")
+    instant = crashed_upsert_with_staging(path)
+    storage = Storage(path)
+    root = marker_dir(instant)
+    in_marker_dir = [p[len(root) + 1 :] for p in storage.walk_files(root)]
+    assert in_marker_dir and all(java_parses_as_marker(p) for p in in_marker_dir), in_marker_dir
+    scratch = list(storage.walk_files(work_dir(instant)))
+    assert any("/staging/" in p for p in scratch) and any("/claims/" in p for p in scratch)
+    # and the next writer's rollback removes both folders
+    rollback_failed_writes(storage, ActiveTimeline.load(storage), config=expired(cfg_of(path)))
+    assert not storage.exists(root) and not storage.exists(work_dir(instant))
+    assert_table_matches(path, rows(0, 8).to_pylist())
+
+
+def test_a_committed_upsert_leaves_no_scratch_files(tmp_path):
+    path = str(tmp_path / "t")
+    hoodie_sink.write(rows(0, 8), path, OPTS)
+    hoodie_sink.write(rows(0, 12), path, OPTS)
+    storage = Storage(path)
+    assert list(storage.walk_files(".hoodie/.temp")) == []
+    assert list(storage.walk_files(WORK_ROOT)) == []
+
+
+def test_streaming_state_lives_outside_the_marker_root(tmp_path):
+    path = str(tmp_path / "t")
+    hoodie_sink.write(rows(0, 4), path, OPTS)
+    ref = BatchRef("q", 3, "run")
+    ctx = streaming.begin_batch(WriteConfig.from_options(OPTS, path=path), rows(0, 1).schema, ref)
+    storage = Storage(path)
+    assert ctx is not None and storage.exists(ref.ctx_path)
+    assert not ref.ctx_path.startswith(".hoodie/.temp/")
+    assert list(storage.walk_files(".hoodie/.temp")) == []
+
+
+def test_a_micro_batch_begun_before_the_upgrade_commits_once_from_the_old_location(tmp_path):
+    """A stream upgraded in place: the batch's context was published in .hoodie/.temp/streaming by
+    the old release; the new release's tasks and commit must use that instant, not begin another,
+    and tidy the old place."""
+    path = str(tmp_path / "t")
+    hoodie_sink.write(rows(0, 4), path, OPTS)
+    cfg = WriteConfig.from_options(OPTS, path=path)
+    storage = Storage(path)
+    ref = BatchRef("q", 3, "run")
+    old = coordinator.begin(cfg, rows(0, 1).schema)
+    storage.write_bytes(f"{LEGACY_STREAMING_DIR}/q/3-run.ctx", pickle.dumps(old))
+    ctx = streaming.begin_batch(cfg, rows(0, 1).schema, ref)
+    assert ctx is not None and ctx.instant == old.instant  # no second instant for the batch
+    assert [i.timestamp for i in ActiveTimeline.load(storage).pending()] == [old.instant]
+    result = client.write_task(ctx, TaskIdentity(), rows(10, 2).to_batches())
+    loaded = streaming.load_context(storage, ref)
+    assert loaded is not None and loaded.instant == old.instant
+    checkpoints = streaming.committed_checkpoints(storage)
+    client.complete(loaded, [result], streaming.with_checkpoint(checkpoints, "q", 3))
+    streaming.forget_batch(storage, ref)
+    assert not storage.exists(LEGACY_STREAMING_DIR)
+    assert streaming.is_committed(storage, "q", 3)
+    assert streaming.begin_batch(cfg, rows(0, 1).schema, ref) is None  # a replay writes nothing
+    assert_table_matches(path, rows(0, 4).to_pylist() + rows(10, 2).to_pylist())
+
+
+def cfg_of(path: str) -> WriteConfig:
+    return WriteConfig.from_options(OPTS, path=path)
+
+
+def expired(cfg: WriteConfig) -> WriteConfig:
+    """The crashed writer's heartbeat counts as expired at once."""
+    return dataclasses.replace(cfg, heartbeat_interval_ms=0, heartbeat_misses=0)

@@ -19,14 +19,21 @@ from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table import client
 from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.format.heartbeat import heartbeat_path
 from hoodie_sink.table.format.markers import WORK_ROOT, list_marked_files, marker_dir, work_dir
-from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
+from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata, decode_rollback_plan
+from hoodie_sink.table.format.timeline.instant import COMMIT, ROLLBACK, Instant
+from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.read.snapshot import read_snapshot
+from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write import coordinator, streaming, write_path
+from hoodie_sink.table.write import coordinator, rollback, streaming, write_path
 from hoodie_sink.table.write.context import TaskIdentity
 from hoodie_sink.table.write.rollback import files_of_instant, rollback_failed_writes
 from hoodie_sink.table.write.streaming import LEGACY_STREAMING_DIR, BatchRef
-from tests.support.tables import assert_table_matches
+from tests.support.tables import assert_table_matches, hudi_rs_timeline
+from tests.unit.services.test_append_clustering import CLUSTER, _appended_table
+from tests.unit.test_client import OPTS as CLUSTERING_OPTS
 
 OPTS = {
     "hoodie.table.name": "t",
@@ -186,3 +193,109 @@ def cfg_of(path: str) -> WriteConfig:
 def expired(cfg: WriteConfig) -> WriteConfig:
     """The crashed writer's heartbeat counts as expired at once."""
     return dataclasses.replace(cfg, heartbeat_interval_ms=0, heartbeat_misses=0)
+
+
+# -- issue 10 item 3: a rollback is published as Java's `.rollback` instant ----------------------
+
+
+def rollback_instants(storage: Storage) -> list[Instant]:
+    rank = {"requested": 0, "inflight": 1, "completed": 2}
+    found = [i for i in Timeline.load(storage).instants if i.action == ROLLBACK]
+    return sorted(found, key=lambda i: (i.timestamp, rank[i.state]))
+
+
+def rollback_record(storage: Storage, instant: Instant) -> dict:
+    return decode_rollback_metadata(storage.read_bytes(f".hoodie/{instant.file_name}"))
+
+
+def test_rollback_of_a_failed_write_publishes_a_rollback_instant(tmp_path):
+    path, storage, bf = table_with_one_commit(tmp_path)
+    data = crash_java_write(storage, bf, "direct")
+    rollback_failed_writes(storage, ActiveTimeline.load(storage))
+    states = rollback_instants(storage)
+    assert [i.state for i in states] == ["requested", "inflight", "completed"]
+    rb = states[-1]
+    assert rb.timestamp > CRASHED  # a new instant time, after every instant on the timeline
+    assert storage.read_bytes(f".hoodie/{states[1].file_name}") == b""
+    plan = decode_rollback_plan(storage.read_bytes(f".hoodie/{states[0].file_name}"))
+    assert plan.instant_to_rollback == Instant(CRASHED, COMMIT) and plan.files == (data,)
+    md = rollback_record(storage, rb)
+    assert md["startRollbackTime"] == rb.timestamp and md["totalFilesDeleted"] == 1
+    assert md["commitsRollback"] == [CRASHED]
+    assert md["instantsRollback"] == [{"commitTime": CRASHED, "action": "commit"}]
+    assert md["partitionMetadata"]["p0"]["successDeleteFiles"] == [storage.full(data)]
+    assert Timeline.load(storage).states_of(CRASHED) == []  # the failed instant's files are gone
+    assert hudi_rs_timeline(path) is not None
+    assert_table_matches(path, rows(0, 4).to_pylist())
+
+
+def test_a_rollback_instant_is_not_a_commit_for_later_writes_and_time_travel(tmp_path):
+    path, storage, bf = table_with_one_commit(tmp_path)
+    first = Timeline.load(storage).latest_completed()
+    crash_java_write(storage, bf, "none")
+    hoodie_sink.write(rows(10, 2), path, OPTS)  # its begin rolls the crashed write back
+    timeline = Timeline.load(storage)
+    rb = rollback_instants(storage)[-1]
+    latest = timeline.latest_completed()
+    assert (
+        first is not None
+        and latest is not None
+        and latest.action == COMMIT
+        and latest.timestamp > rb.timestamp
+    )
+    assert timeline.completed_times() == {first.timestamp, latest.timestamp}
+    assert_table_matches(path, rows(0, 4).to_pylist() + rows(10, 2).to_pylist())
+    as_of_rollback = read_snapshot(path, as_of=rb.timestamp)
+    assert sorted(as_of_rollback.column("id").to_pylist()) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("crash_point", ["before the deletes", "before the completion"])
+def test_a_rollback_that_dies_midway_is_completed_by_the_next_write(tmp_path, monkeypatch, crash_point):
+    path, storage, bf = table_with_one_commit(tmp_path)
+    data = crash_java_write(storage, bf, "timeline_server")
+    with monkeypatch.context() as m:
+        if crash_point == "before the deletes":
+            m.setattr(rollback, "delete_files", die)
+        else:
+            real = TimelineStore.complete
+            m.setattr(
+                TimelineStore, "complete", lambda s, i, c: die() if i.action == ROLLBACK else real(s, i, c)
+            )
+        with pytest.raises(RuntimeError, match="writer died"):
+            rollback_failed_writes(storage, ActiveTimeline.load(storage))
+    assert [i.state for i in Timeline.load(storage).pending()][-1] == "inflight"  # the rollback
+    hoodie_sink.write(rows(10, 2), path, OPTS)
+    timeline = Timeline.load(storage)
+    assert [i for i in timeline.pending()] == []
+    done = [i for i in rollback_instants(storage) if i.is_completed]
+    assert len(done) == 1 and rollback_record(storage, done[0])["commitsRollback"] == [CRASHED]
+    assert not storage.exists(data) and timeline.states_of(CRASHED) == []
+    assert_table_matches(path, rows(0, 4).to_pylist() + rows(10, 2).to_pylist())
+
+
+def die(*_args, **_kwargs):
+    raise RuntimeError("writer died")
+
+
+def test_rollback_of_a_failed_clustering_publishes_a_rollback_instant_and_keeps_the_plan(tmp_path):
+    path = tmp_path / "t"
+    expected = _appended_table(path, commits=5)
+    opts = {**CLUSTERING_OPTS, **CLUSTER, "hoodie.client.heartbeat.interval_in_ms": "100"}
+
+    def crash(job, groups):
+        clustering.execute_group(job, 0, groups[0])
+        raise RuntimeError("runner died")
+
+    with pytest.raises(RuntimeError, match="runner died"):
+        clustering.run(str(path), opts, runner=crash)
+    storage = Storage(str(path))
+    failed = Timeline.load(storage).pending()[0]
+    storage.delete(heartbeat_path(failed.timestamp))
+    result = clustering.run(str(path), opts)  # rolls the failed run back to its plan, reruns it
+    assert result.instant == failed.timestamp
+    done = [i for i in rollback_instants(storage) if i.is_completed]
+    assert len(done) == 1
+    md = rollback_record(storage, done[0])
+    assert md["instantsRollback"] == [{"commitTime": failed.timestamp, "action": "replacecommit"}]
+    assert md["totalFilesDeleted"] >= 1
+    assert_table_matches(path, expected)

@@ -58,6 +58,7 @@ from hoodie_sink.table.format.timeline.instant import (
     INFLIGHT,
     REPLACE_COMMIT,
     REQUESTED,
+    ROLLBACK,
     WRITE_ACTIONS,
     Instant,
 )
@@ -139,7 +140,7 @@ def _roll_back_failed_writes(
     pending writes (a rollback may have removed them): a table with none is listed once."""
     timeline = timeline if timeline is not None else ActiveTimeline.load(storage)
     rollback_failed_writes(storage, timeline, config=cfg)
-    if timeline.pending(WRITE_ACTIONS):
+    if timeline.pending(WRITE_ACTIONS + (ROLLBACK,)):  # rollbacks ran: their instants are new
         timeline = ActiveTimeline.load(storage)
     return timeline
 

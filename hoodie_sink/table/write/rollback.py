@@ -1,23 +1,37 @@
-"""Rolling back a write that did not complete: delete its files, then its timeline files.
+"""Rolling back a write that did not complete, as Java does: a `.rollback` instant whose plan
+lists the files, then the files, then the failed instant's timeline files, then the rollback's
+completion (format doc §7.6, services doc §6.1).
 
 Order matters (format doc §3.4): a data file whose instant has no timeline file and is older
-than the timeline counts as committed, so the pending timeline files go last.
+than the timeline counts as committed, so the failed instant's timeline files go after its
+data files.  A rollback that dies midway is redone from its plan by the next writer.
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
+import time
 
 from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile
 from hoodie_sink.table.format.heartbeat import HEARTBEAT_DIR, is_alive, stop_heartbeat
-from hoodie_sink.table.format.markers import delete_markers, list_marked_files, marker_dir
+from hoodie_sink.table.format.markers import APPEND, delete_markers, list_marked_files, marker_dir
+from hoodie_sink.table.format.rollback_metadata import (
+    RollbackPlan,
+    decode_rollback_plan,
+    encode_rollback_metadata,
+    encode_rollback_plan,
+    plan_rollback,
+)
 from hoodie_sink.table.format.timeline.instant import (
     COMPLETED,
     INFLIGHT,
     REPLACE_COMMIT,
+    REQUESTED,
+    ROLLBACK,
     WRITE_ACTIONS,
     Instant,
 )
@@ -28,9 +42,26 @@ log = logging.getLogger(__name__)
 
 
 def files_of_instant(storage: Storage, instant: str) -> list[str]:
-    """Data files an instant may have written: its markers, or (no markers) a listing."""
+    """Data files an instant may have written: its markers (direct or timeline-server based),
+    or, with no marker folder at all, a listing of the files whose name carries the instant
+    (what Java's listing-based rollback does)."""
     if storage.is_dir(marker_dir(instant)):
-        return [path for path, _ in list_marked_files(storage, instant)]
+        marked = list_marked_files(storage, instant)
+        appended = [path for path, io_type in marked if io_type == APPEND]
+        if appended:
+            # an APPEND marker names the slice's *base file* (format doc §8): deleting it would
+            # destroy committed data; Java appends a rollback command block to the log instead
+            raise HoodieTableError(
+                f"Cannot roll back pending instant {instant} on {storage.base_uri}: it appended to log "
+                f"files ({len(appended)} APPEND markers, e.g. {appended[0]}) and rolling back log "
+                "appends is not implemented. Help: roll it back with Apache Hudi (hudi-cli "
+                "'commit rollback') before writing with hoodie_sink."
+            )
+        return [path for path, _ in marked]
+    return _files_named_with(storage, instant)
+
+
+def _files_named_with(storage: Storage, instant: str) -> list[str]:
     found = []
     for rel in storage.walk_files(""):
         if rel.startswith(".hoodie/"):
@@ -68,25 +99,90 @@ def prune_empty_partitions(storage: Storage, partitions: set[str]) -> None:
                 parent = posixpath.dirname(parent)
 
 
-def rollback_instant(storage: Storage, instant: Instant) -> int:
-    """Undo one pending instant.  Idempotent: a rollback that crashes is simply redone.
+def rollback_instant(storage: Storage, instant: Instant, after: str | None = None) -> int:
+    """Undo one pending instant as Java does: plan, execute, publish a `.rollback` instant.
 
     Never a completed one: its writer publishes the completed file and only then drops its
     markers and heartbeat, so a caller that saw the instant pending and then its heartbeat gone
-    may be looking at a commit that has just landed (its files are then the table's data)."""
+    may be looking at a commit that has just landed (its files are then the table's data).
+    `after`: the latest instant time the caller saw (the rollback's time comes after it)."""
     store = TimelineStore(storage)
     if storage.exists(store.path(instant.with_state(COMPLETED))):
         log.info("hoodie: %s %s completed meanwhile: nothing to roll back", instant.action, instant.timestamp)
         return 0
-    files = files_of_instant(storage, instant.timestamp)
-    deleted = delete_files(storage, files)
-    delete_markers(storage, instant.timestamp)
-    TimelineStore(storage).delete_pending(instant.timestamp, instant.action)
-    stop_heartbeat(storage, instant.timestamp)
-    log.info(
-        "hoodie: rolled back pending %s %s (%d files deleted)", instant.action, instant.timestamp, deleted
+    plan = plan_rollback(instant, files_of_instant(storage, instant.timestamp))
+    rollback = _request_rollback(storage, plan, after)
+    return execute_rollback(storage, rollback, plan)
+
+
+def _request_rollback(storage: Storage, plan: RollbackPlan, after: str | None) -> Instant:
+    """`<r>.rollback.requested` with the plan: from here on the rollback is redone from its plan
+    by the next writer (ours or Java's) if this one dies."""
+    if after is None:
+        after = Timeline.load(storage).last_instant_time()
+    return TimelineStore(storage).create_requested_at_new_time(
+        after, ROLLBACK, encode_rollback_plan(plan, storage.base_uri)
     )
-    return deleted
+
+
+def execute_rollback(storage: Storage, rollback: Instant, plan: RollbackPlan, keep_plan: bool = False) -> int:
+    """Run a requested (or redo an inflight) rollback; idempotent, so a crash is simply redone.
+
+    Order of Java 0.15 (`BaseRollbackActionExecutor`): rollback inflight, delete the data files,
+    delete the rolled-back instant's pending timeline files, complete the rollback.  The markers
+    go just before the completion (Java drops them after it): a crash then leaves no marker
+    folder of an instant that is gone, and a redo needs only the plan.  `keep_plan`: a failed
+    clustering keeps its requested plan (Java reverts it to requested) and its heartbeat,
+    which the caller that took it over beats."""
+    started = time.monotonic()
+    store = TimelineStore(storage)
+    inflight = (
+        rollback
+        if rollback.state == INFLIGHT
+        else store.transition_to_inflight(rollback.with_state(REQUESTED))
+    )
+    files = list(plan.files)
+    delete_files(storage, files)  # a file already gone (a redo) counts as deleted, as in Java
+    target = plan.instant_to_rollback
+    if keep_plan:
+        storage.delete(store.path(Instant(target.timestamp, target.action, INFLIGHT)))
+    else:
+        store.delete_pending(target.timestamp, target.action)
+        stop_heartbeat(storage, target.timestamp)
+    delete_markers(storage, target.timestamp)
+    taken_ms = int((time.monotonic() - started) * 1000)
+    metadata = encode_rollback_metadata(rollback.timestamp, taken_ms, plan, files, [], storage.base_uri)
+    store.complete(inflight, metadata)
+    log.info("hoodie: rolled back %s %s in rollback %s (%d files deleted)", target.action, target.timestamp,
+             rollback.timestamp, len(files))  # fmt: skip
+    return len(files)
+
+
+def complete_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[Instant]:
+    """Redo every rollback a dead writer (ours or Java's) left requested or inflight, from its
+    plan, as Java's next writer does; the instants they roll back."""
+    store = TimelineStore(storage)
+    done = []
+    for rollback in timeline.pending((ROLLBACK,)):
+        plan_path = store.path(rollback.with_state(REQUESTED))
+        try:
+            plan = decode_rollback_plan(storage.read_bytes(plan_path))
+        except (FileNotFoundError, ValueError) as e:
+            raise HoodieTableError(
+                f"Cannot complete the pending rollback {rollback.timestamp} on {storage.base_uri}: its plan "
+                f"{storage.full(plan_path)} is unusable ({e}). Help: let Apache Hudi complete it "
+                "(any Java write rolls back pending rollbacks), then write again."
+            ) from e
+        target = plan.instant_to_rollback
+        if storage.exists(store.path(target.with_state(COMPLETED))):
+            # the instant landed after all (its writer was alive): none of its files may go
+            log.warning("hoodie: dropping rollback %s: %s %s is completed", rollback.timestamp, target.action,
+                        target.timestamp)  # fmt: skip
+            store.delete_pending(rollback.timestamp, ROLLBACK)
+            continue
+        execute_rollback(storage, rollback, plan, keep_plan=is_clustering(storage, target))
+        done.append(target)
+    return done
 
 
 def rollback_failed_writes(
@@ -101,10 +197,12 @@ def rollback_failed_writes(
     heartbeat is alive, and otherwise rolled back to its plan (which the next run executes)."""
     cfg = config if config is not None else WriteConfig(path=storage.base_uri)
     interval_s, misses = cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses
+    redone = {i.timestamp for i in complete_pending_rollbacks(storage, timeline)}
+    last = timeline.last_instant_time()
     rolled = []
     pending = timeline.pending(WRITE_ACTIONS)
     for inst in pending:
-        if keep and inst.timestamp in keep:
+        if (keep and inst.timestamp in keep) or inst.timestamp in redone:
             continue
         if is_clustering(storage, inst):
             rollback_failed_clustering(storage, inst, cfg)
@@ -113,7 +211,7 @@ def rollback_failed_writes(
             log.info("hoodie: leaving pending %s %s alone: its writer's heartbeat is alive", inst.action,
                      inst.timestamp)  # fmt: skip
             continue
-        rollback_instant(storage, inst)
+        rollback_instant(storage, inst, after=last)
         rolled.append(inst)
     _drop_stale_heartbeats(storage, {i.timestamp for i in pending}, interval_s, misses)
     return rolled
@@ -142,10 +240,9 @@ def rollback_failed_clustering(
         return True  # completed after the caller's look at the timeline: nothing to undo, ever
     if not storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT))):
         return True  # only planned: nothing to undo
-    deleted = delete_files(storage, files_of_instant(storage, instant.timestamp))
-    delete_markers(storage, instant.timestamp)
-    storage.delete(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT)))
-    log.info(
-        "hoodie: rolled back failed clustering %s to its plan (%d files deleted)", instant.timestamp, deleted
-    )
+    # a rollback instant as for any write (Java's rollbackInflightClustering), keeping the plan
+    target = Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT)
+    plan = plan_rollback(target, files_of_instant(storage, instant.timestamp))
+    execute_rollback(storage, _request_rollback(storage, plan, None), plan, keep_plan=True)
+    log.info("hoodie: rolled back failed clustering %s to its plan", instant.timestamp)
     return True

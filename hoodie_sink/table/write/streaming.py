@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError
+from hoodie_sink.table.format.markers import WORK_ROOT
 from hoodie_sink.table.format.properties import PROPERTIES_FILE
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline, commit_metadata
 from hoodie_sink.table.storage import Storage
@@ -36,7 +37,13 @@ from hoodie_sink.table.write.context import WriteContext
 log = logging.getLogger(__name__)
 
 CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
-STREAMING_DIR = ".hoodie/.temp/streaming"
+# The batch state (write context, begin lock) lives in our folder under `.hoodie/.aux/`, out
+# of Java's sight (format/markers.py says why).  Releases before issue 10 kept it in
+# `.hoodie/.temp/streaming`, where Java's marker handling may trip on it: a context found there
+# is still used (a stream upgraded between a batch's begin and its commit stays exactly-once)
+# and removed with the batch, never written again.
+STREAMING_DIR = f"{WORK_ROOT}/streaming"
+LEGACY_STREAMING_DIR = ".hoodie/.temp/streaming"
 LOCK_TIMEOUT_S = 300.0
 
 
@@ -85,18 +92,32 @@ class BatchRef:
 
     @property
     def ctx_path(self) -> str:
-        return f"{STREAMING_DIR}/{self.identifier}/{self.batch_id}-{self.run_id}.ctx"
+        return f"{STREAMING_DIR}/{self._name}.ctx"
 
     @property
     def lock_path(self) -> str:
-        return f"{STREAMING_DIR}/{self.identifier}/{self.batch_id}-{self.run_id}.lock"
+        return f"{STREAMING_DIR}/{self._name}.lock"
+
+    @property
+    def legacy_ctx_path(self) -> str:
+        return f"{LEGACY_STREAMING_DIR}/{self._name}.ctx"
+
+    @property
+    def legacy_lock_path(self) -> str:
+        return f"{LEGACY_STREAMING_DIR}/{self._name}.lock"
+
+    @property
+    def _name(self) -> str:
+        return f"{self.identifier}/{self.batch_id}-{self.run_id}"
 
 
 def load_context(storage: Storage, ref: BatchRef) -> WriteContext | None:
-    try:
-        return pickle.loads(storage.read_bytes(ref.ctx_path))
-    except FileNotFoundError:
-        return None
+    for path in (ref.ctx_path, ref.legacy_ctx_path):
+        try:
+            return pickle.loads(storage.read_bytes(path))
+        except FileNotFoundError:
+            continue
+    return None
 
 
 def begin_batch(cfg: WriteConfig, schema: pa.Schema, ref: BatchRef) -> WriteContext | None:
@@ -155,3 +176,13 @@ def _steal_stale_lock(storage: Storage, lock: str, stale_after_s: float = 60.0) 
 def forget_batch(storage: Storage, ref: BatchRef) -> None:
     storage.delete(ref.ctx_path)
     storage.delete(ref.lock_path)
+    if storage.delete(ref.legacy_ctx_path):  # a batch begun before the upgrade: tidy the old place
+        storage.delete(ref.legacy_lock_path)
+        _prune_legacy_dir(storage, ref.identifier)
+
+
+def _prune_legacy_dir(storage: Storage, identifier: str) -> None:
+    for rel in (f"{LEGACY_STREAMING_DIR}/{identifier}", LEGACY_STREAMING_DIR):
+        if storage.list_names(rel):
+            return
+        storage.delete_dir(rel)

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.file_group import BaseFile, file_id, new_file_id_prefix
-from hoodie_sink.table.format.markers import MERGE, marker_dir
+from hoodie_sink.table.format.markers import MERGE, work_dir
 from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.index.key_index import KeyIndex, cached_bloom
@@ -74,7 +74,7 @@ class StagedChanges:
 
     partition_path: str
     file_id: str
-    path: str  # relative to the base path, under .hoodie/.temp/<instant>/
+    path: str  # relative to the base path, under the instant's work_dir (never its marker folder)
     rows: int
     owner: bool = False  # changes the owning task already merged (kept for re-merges)
 
@@ -92,12 +92,14 @@ class UpsertResult(TaskResult):
     moved_change_logs: list[str] = field(default_factory=list)  # final change sets of those file groups
 
 
+# Claims, staged changes and key logs live in the instant's work folder, not beside its markers:
+# Java's rollback parses every file of a marker folder as a marker and fails on anything else.
 def claim_path(instant: str, fid: str) -> str:
-    return f"{marker_dir(instant)}/claims/{fid}"
+    return f"{work_dir(instant)}/claims/{fid}"
 
 
 def staging_dir(instant: str) -> str:
-    return f"{marker_dir(instant)}/staging"
+    return f"{work_dir(instant)}/staging"
 
 
 class UpsertTask:
@@ -412,7 +414,7 @@ class UpsertTask:
         with self._lock:
             self._logs += 1
             log_no = self._logs
-        rel = f"{marker_dir(self.ctx.instant)}/{kind}/{self.task.token}-{log_no}.parquet"
+        rel = f"{work_dir(self.ctx.instant)}/{kind}/{self.task.token}-{log_no}.parquet"
         with self.storage.open_output(rel) as out:
             pq.write_table(table, out, compression="lz4")
         self.guard.wrote(rel)

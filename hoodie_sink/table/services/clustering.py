@@ -69,6 +69,7 @@ from hoodie_sink.table.write.base_file_writer import (
     parquet_settings_of,
 )
 from hoodie_sink.table.write.instant_guard import InstantGuard
+from hoodie_sink.table.write.metadata_table import remove_metadata_table
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_clustering
 
 log = logging.getLogger(__name__)
@@ -337,6 +338,8 @@ def run(
     new one.  None when there is nothing to cluster."""
     cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
     storage = Storage(path)
+    # A replacecommit that Hudi's metadata table does not list would be invisible to Java readers.
+    remove_metadata_table(storage)
     timeline = Timeline.load(storage)
     for ts in sorted(pending_clusterings(storage, timeline)):
         beat = last_beat(storage, ts)

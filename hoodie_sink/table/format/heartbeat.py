@@ -25,6 +25,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 
 from hoodie_sink.table.format.timeline.timeline import META_DIR
 from hoodie_sink.table.storage import Storage
@@ -87,11 +88,19 @@ class Heartbeat:
     `owner=False`: a helper (a task of a data write) that beats while it works but leaves the
     file in place at the end, for the other tasks and the commit."""
 
-    def __init__(self, storage: Storage, instant: str, interval_s: float, owner: bool = True):
+    def __init__(
+        self,
+        storage: Storage,
+        instant: str,
+        interval_s: float,
+        owner: bool = True,
+        running: Callable[[], bool] | None = None,
+    ):
         self.storage = storage
         self.instant = instant
         self.interval_s = max(0.05, interval_s)
         self.owner = owner
+        self.running = running  # asked before every beat: False ends the beating for good
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -103,6 +112,8 @@ class Heartbeat:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
+                if self.running is not None and not self.running():
+                    return
                 self.beat()
             except Exception as e:  # noqa: BLE001 - a missed beat is tolerated; the next one may succeed
                 log.warning("hoodie: heartbeat of %s failed: %s", self.instant, e)
@@ -127,6 +138,29 @@ class Heartbeat:
                 self.storage.delete(f"{TAKEOVER_DIR}/{name}")
 
 
+# Keepers started in this process (keep_beating), by (table, instant).
+_KEEPERS: dict[tuple[str, str], Heartbeat] = {}
+_KEEPERS_LOCK = threading.Lock()
+
+
+def keep_beating(storage: Storage, instant: str, interval_s: float, running: Callable[[], bool]) -> None:
+    """Beat for the instant from a daemon thread of this process until `stop_heartbeat` (here) or
+    until `running()` says it is over (completed or aborted by another process: a Spark batch
+    write begins in one driver-side Python worker and commits in another).  `running` is asked
+    before every beat, so a keeper left behind beats at most once after the instant ends."""
+    keeper = Heartbeat(storage, instant, interval_s, owner=False, running=running)
+    with _KEEPERS_LOCK:
+        old = _KEEPERS.pop((storage.base_uri, instant), None)
+        _KEEPERS[(storage.base_uri, instant)] = keeper
+    if old is not None:
+        old.__exit__()
+    keeper.__enter__()
+
+
 def stop_heartbeat(storage: Storage, instant: str) -> None:
     """The instant is over (completed or rolled back): nobody beats for it any more."""
+    with _KEEPERS_LOCK:
+        keeper = _KEEPERS.pop((storage.base_uri, instant), None)
+    if keeper is not None:
+        keeper.__exit__()  # joined before the delete: no beat of ours lands after it
     storage.delete(heartbeat_path(instant))

@@ -157,10 +157,16 @@ def keep_beating(storage: Storage, instant: str, interval_s: float, running: Cal
     keeper.__enter__()
 
 
-def stop_heartbeat(storage: Storage, instant: str) -> None:
-    """The instant is over (completed or rolled back): nobody beats for it any more."""
+def release_heartbeat(storage: Storage, instant: str) -> None:
+    """Stop this process's keeper of the instant, if any, and leave its file to expire."""
     with _KEEPERS_LOCK:
         keeper = _KEEPERS.pop((storage.base_uri, instant), None)
     if keeper is not None:
-        keeper.__exit__()  # joined before the delete: no beat of ours lands after it
+        keeper.__exit__()  # joined: no beat of ours lands after this returns
+
+
+def stop_heartbeat(storage: Storage, instant: str) -> None:
+    """The instant is over (completed or rolled back): nobody beats for it any more (Java's
+    HoodieHeartbeatClient.stop deletes the file too)."""
+    release_heartbeat(storage, instant)
     storage.delete(heartbeat_path(instant))

@@ -17,8 +17,9 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
-from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating
+from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
 from hoodie_sink.table.format.timeline.instant import COMPLETED, INFLIGHT, Instant
 from hoodie_sink.table.format.timeline.timeline import TimelineStore
 from hoodie_sink.table.write import coordinator
@@ -76,8 +77,15 @@ def complete(
 
     `label` names the write in the report line (e.g. "micro-batch 7")."""
     started = time.monotonic()
-    with _heartbeat(ctx):
-        metadata = _merge_and_commit(ctx, results, extra)
+    try:
+        with _heartbeat(ctx):
+            metadata = _merge_and_commit(ctx, results, extra)
+    except HoodieCommitStateUnknown:
+        # Nobody aborts a commit that may have landed: stop beating (the file stays and expires),
+        # or this process would keep a failed instant alive and the next writer's rollback, which
+        # decides, would never see it dead.
+        release_heartbeat(ctx.storage, ctx.instant)
+        raise
     log.info("%s", write_report(label, ctx, metadata, time.monotonic() - started))
     return metadata
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
+import pytest
 
 import hoodie_sink
 from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table import client
 from hoodie_sink.table.format.heartbeat import heartbeat_path, is_alive
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, Instant
@@ -78,3 +80,21 @@ def test_keeper_ends_when_another_process_ends_the_instant(tmp_path):
     storage.delete(heartbeat_path(ctx.instant))
     time.sleep(0.4)
     assert not storage.exists(heartbeat_path(ctx.instant))
+
+
+def test_commit_of_unknown_outcome_lets_the_heartbeat_expire(tmp_path, monkeypatch):
+    """Nobody aborts a commit that may have landed: the next writer's rollback decides, so this
+    process must not keep the instant alive."""
+    path = str(tmp_path / "t")
+    hoodie_sink.write(_rows(5), path, OPTS)
+    storage = Storage(path)
+
+    def unknown(self, inflight, data):
+        raise HoodieCommitStateUnknown(f"test: outcome of {inflight.timestamp} unknown")
+
+    monkeypatch.setattr(TimelineStore, "complete", unknown)
+    with pytest.raises(HoodieCommitStateUnknown):
+        hoodie_sink.write(_rows(5, start=5), path, OPTS)
+    (instant,) = [i.timestamp for i in Timeline.load(storage).pending()]
+    time.sleep(0.5)
+    assert not is_alive(storage, instant, 0.1, 2)

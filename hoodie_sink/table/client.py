@@ -20,8 +20,8 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.write import write_path
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext
-from hoodie_sink.table.write.coordinator import abort, begin
-from hoodie_sink.table.write.write_path import write_task
+from hoodie_sink.table.write.coordinator import abort
+from hoodie_sink.table.write.write_path import begin, write_task
 
 __all__ = ["abort", "begin", "complete", "write", "write_task"]
 

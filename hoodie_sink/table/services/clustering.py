@@ -44,11 +44,11 @@ from hoodie_sink.table.format.commit_metadata import SCHEMA_KEY, CommitMetadata,
 from hoodie_sink.table.format.file_group import file_id, new_file_id_prefix, write_token
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import (
-    HEARTBEAT_DIR,
+    SINK_AUX_DIR,
     Heartbeat,
     beat_is_alive,
-    heartbeat_path,
     last_beat,
+    takeover_claim_path,
 )
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
 from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
@@ -69,6 +69,7 @@ from hoodie_sink.table.write.base_file_writer import (
     parquet_settings_of,
 )
 from hoodie_sink.table.write.instant_guard import InstantGuard
+from hoodie_sink.table.write.metadata_table import remove_metadata_table
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_clustering
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY = META_COLUMNS[0], META_COLUMNS[1], META_C
 # ---------------------------------------------------------------------------------- schedule
 
 
-SCHEDULE_LOCK = f"{HEARTBEAT_DIR}/clustering.schedule.lock"
+SCHEDULE_LOCK = f"{SINK_AUX_DIR}/clustering.schedule.lock"
 STALE_LOCK_SECONDS = 60.0
 
 
@@ -341,13 +342,15 @@ def run(
     new one.  None when there is nothing to cluster."""
     cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
     storage = Storage(path)
+    # A replacecommit that Hudi's metadata table does not list would be invisible to Java readers.
+    remove_metadata_table(storage)
     timeline = Timeline.load(storage)
     for ts in sorted(pending_clusterings(storage, timeline)):
         beat = last_beat(storage, ts)
         if beat_is_alive(beat, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
             continue  # its runner is at work
         # Take the dead run over: one claim per dead heartbeat, so two runners never both resume it.
-        if not storage.create_if_absent(f"{heartbeat_path(ts)}.takeover-{beat!r}"):
+        if not storage.create_if_absent(takeover_claim_path(ts, beat)):
             continue
         # Its runner may have completed it between our timeline load and the heartbeat check (a
         # runner removes its heartbeat after the completed file is in place): look again.

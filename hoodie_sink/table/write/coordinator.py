@@ -72,6 +72,7 @@ from hoodie_sink.table.write.context import (
     WriteContext,
     keygen_config_of,
 )
+from hoodie_sink.table.write.metadata_table import remove_metadata_table
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes
 from hoodie_sink.table.write.table_setup import (
     check_not_foreign,
@@ -99,6 +100,8 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
         if cfg.operation == "delete":
             raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
         create_table(storage, table)
+    else:
+        _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
     existing = latest_schema(storage, timeline, table) if exists else None
     data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
@@ -131,6 +134,12 @@ def _open_table(cfg: WriteConfig, storage: Storage) -> tuple[WriteConfig, TableC
     check_not_foreign(storage)
     table = new_table_config(cfg)
     return cfg.with_(table_name=table.name, payload_class=table.payload_class), table, False
+
+
+def _drop_metadata_table(storage: Storage, table: TableConfig) -> None:
+    """Hudi's metadata table, which a Java writer may have built, would not list our commit:
+    remove it before the instant exists (write/metadata_table.py explains the crash windows)."""
+    remove_metadata_table(storage, table.extra)
 
 
 def _roll_back_failed_writes(

@@ -17,7 +17,7 @@ from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile
-from hoodie_sink.table.format.heartbeat import HEARTBEAT_DIR, is_alive, stop_heartbeat
+from hoodie_sink.table.format.heartbeat import HEARTBEAT_DIR, clustering_runner_gone, is_alive, stop_heartbeat
 from hoodie_sink.table.format.markers import APPEND, delete_markers, list_marked_files, marker_dir
 from hoodie_sink.table.format.rollback_metadata import (
     RollbackPlan,
@@ -192,7 +192,7 @@ def rollback_failed_writes(
 
     A pending instant whose heartbeat is alive may still have a writer (another query, or the
     tasks of this very micro-batch): it is left alone, and rolled back by a later writer once
-    its heartbeat has expired (`hoodie.client.heartbeat.interval_in_ms` x (misses + 1)).
+    its heartbeat has expired (`hoodie.client.heartbeat.interval_in_ms` x misses, as Java).
     A pending clustering is a table service, not a failed write: it is left alone while its
     heartbeat is alive, and otherwise rolled back to its plan (which the next run executes)."""
     cfg = config if config is not None else WriteConfig(path=storage.base_uri)
@@ -228,10 +228,10 @@ def _drop_stale_heartbeats(storage: Storage, pending: set[str], interval_s: floa
 def rollback_failed_clustering(
     storage: Storage, instant: Instant, cfg: WriteConfig, force: bool = False
 ) -> bool:
-    """Undo the execution of a clustering whose runner is gone (heartbeat expired): its files,
+    """Undo the execution of a clustering whose runner is gone (heartbeat left behind, expired): its files,
     markers and inflight file go, its plan stays for the next run.  False if it is alive
     (`force`: the caller has taken the instant over and beats for it already)."""
-    if not force and is_alive(
+    if not force and not clustering_runner_gone(
         storage, instant.timestamp, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses
     ):
         return False

@@ -1,7 +1,8 @@
 """Which task writer and which commit steps an operation uses (shared by Spark and the client).
 
-Both ends keep the write's heartbeat (services/heartbeat.py) while they work: a task beats while
-it writes, the commit while it merges at commit and publishes.  The commit reports what the write did
+Both ends keep the write's heartbeat (format/heartbeat.py) while they work: the driver from begin
+to the commit or abort (`begin`), a task while it writes, the commit while it merges at commit
+and publishes.  The commit reports what the write did
 in one place for every writer (engine API, Spark batch, each micro-batch): one INFO line on the
 driver side and `hoodie.sink.write.report` in the commit's extraMetadata.
 """
@@ -15,8 +16,12 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
-from hoodie_sink.table.format.heartbeat import Heartbeat
+from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
+from hoodie_sink.table.format.timeline.instant import COMPLETED, INFLIGHT, Instant
+from hoodie_sink.table.format.timeline.timeline import TimelineStore
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.append_task import AppendTask
 from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask
@@ -36,6 +41,26 @@ def _heartbeat(ctx: WriteContext) -> Heartbeat:
     return Heartbeat(ctx.storage, ctx.instant, ctx.config.heartbeat_interval_ms / 1000, owner=False)
 
 
+def begin(cfg: WriteConfig, input_schema: pa.Schema) -> WriteContext:
+    """Begin the write on the driver side and keep its heartbeat from here to the commit or
+    abort: between begin and the first task (Spark may queue tasks behind other jobs), and
+    between tasks, nobody else beats.  Every beat within `interval`, well inside Java's expiry
+    (`interval x tolerable misses`).  A micro-batch begins in a task instead
+    (streaming.begin_batch, no keeper there): that task beats while it writes."""
+    ctx = coordinator.begin(cfg, input_schema)
+    keep_beating(ctx.storage, ctx.instant, cfg.heartbeat_interval_ms / 1000, lambda: _instant_running(ctx))
+    return ctx
+
+
+def _instant_running(ctx: WriteContext) -> bool:
+    """Inflight and not completed: a commit or an abort by another process ends the keeper."""
+    store = TimelineStore(ctx.storage)
+    inflight = store.path(Instant(ctx.instant, ctx.action, INFLIGHT))
+    return ctx.storage.exists(inflight) and not ctx.storage.exists(
+        store.path(Instant(ctx.instant, ctx.action, COMPLETED))
+    )
+
+
 def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.RecordBatch]) -> TaskResult:
     with _heartbeat(ctx):
         if ctx.config.operation in ASSIGNED_OPERATIONS:
@@ -52,8 +77,15 @@ def complete(
 
     `label` names the write in the report line (e.g. "micro-batch 7")."""
     started = time.monotonic()
-    with _heartbeat(ctx):
-        metadata = _merge_and_commit(ctx, results, extra)
+    try:
+        with _heartbeat(ctx):
+            metadata = _merge_and_commit(ctx, results, extra)
+    except HoodieCommitStateUnknown:
+        # Nobody aborts a commit that may have landed: stop beating (the file stays and expires),
+        # or this process would keep a failed instant alive and the next writer's rollback, which
+        # decides, would never see it dead.
+        release_heartbeat(ctx.storage, ctx.instant)
+        raise
     log.info("%s", write_report(label, ctx, metadata, time.monotonic() - started))
     return metadata
 

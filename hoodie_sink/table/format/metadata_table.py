@@ -1,0 +1,33 @@
+"""Hudi's metadata table (`.hoodie/metadata`) as the data table's hoodie.properties records it.
+
+Java 0.14+ writers build the metadata table by default and list its partitions in
+`hoodie.table.metadata.partitions` (and those being built in `...partitions.inflight`); a reader
+lists files from it only while `files` is among them (`HoodieTableConfig.isMetadataTableAvailable`).
+We do not maintain it, so a write of ours removes it as Java's writers do when it is turned off
+(`HoodieTableMetadataUtil.deleteMetadataTable`): these properties cleared, then the folder deleted.
+"""
+
+from __future__ import annotations
+
+from hoodie_sink.table.format.timeline.timeline import META_DIR
+
+METADATA_TABLE_DIR = f"{META_DIR}/metadata"
+K_METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
+K_METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+METADATA_PARTITION_KEYS = (K_METADATA_PARTITIONS, K_METADATA_PARTITIONS_INFLIGHT)
+
+
+def lists_metadata_partitions(props: dict[str, str]) -> bool:
+    """Whether the properties name any metadata-table partition (built or being built)."""
+    return any(props.get(k, "").strip() for k in METADATA_PARTITION_KEYS)
+
+
+def without_metadata_partitions(text: str) -> str:
+    """hoodie.properties text with no metadata-table partition, as Java leaves it after deleting
+    the table (the keys stay, empty).  Every other line is kept as it is: re-rendering the whole
+    file would re-escape (or fail to escape) values that Java wrote."""
+    lines = []
+    for line in text.splitlines():
+        key, sep, _ = line.partition("=")
+        lines.append(f"{key.strip()}=" if sep and key.strip() in METADATA_PARTITION_KEYS else line)
+    return "\n".join(lines) + "\n"

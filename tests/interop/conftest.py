@@ -34,32 +34,20 @@ def _start(version: str) -> JavaHudi:
     return JavaHudi(version, timezone=ZONES[version])
 
 
-@pytest.fixture(scope="session")
-def java_hudi():
-    j = _start("0.15.0")
-    yield j
-    j.close()
+def _session_jvm(name: str, version: str):
+    @pytest.fixture(scope="session", name=name)
+    def jvm():
+        j = _start(version)
+        yield j
+        j.close()
+
+    return jvm
 
 
-@pytest.fixture(scope="session")
-def java_hudi_1x():
-    j = _start("1.1.1")
-    yield j
-    j.close()
-
-
-@pytest.fixture(scope="session")
-def java_local():
-    j = _start("0.15.0")
-    yield j
-    j.close()
-
-
-@pytest.fixture(scope="session")
-def java_local_1x():
-    j = _start("1.1.1")
-    yield j
-    j.close()
+java_hudi = _session_jvm("java_hudi", "0.15.0")
+java_hudi_1x = _session_jvm("java_hudi_1x", "1.1.1")
+java_local = _session_jvm("java_local", "0.15.0")
+java_local_1x = _session_jvm("java_local_1x", "1.1.1")
 
 
 @pytest.fixture(params=["0.15.0", "1.1.1"])

@@ -138,3 +138,19 @@ def assert_table_matches(path: str | Path, expected_rows: list[dict]) -> pa.Tabl
 def copy_table(src: Path, dest: Path) -> Path:
     shutil.copytree(src, dest)
     return dest
+
+
+# An append-mode table "t" keyed by "id", and clustering options that make every file of a small
+# test table a candidate (shared by the timeline, heartbeat and metadata-table tests).
+APPEND_OPTS = {
+    "hoodie.table.name": "t",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.operation": "append",
+}
+
+
+def small_file_clustering(target_mb: int = 64) -> dict[str, str]:
+    return {
+        "hoodie.clustering.plan.strategy.small.file.limit": str(10 * 1024 * 1024),
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": str(target_mb * 1024 * 1024),
+    }

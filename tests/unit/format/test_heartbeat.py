@@ -24,6 +24,7 @@ from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.rollback import rollback_failed_writes
+from tests.support.tables import APPEND_OPTS, small_file_clustering
 
 INTERVAL_S, MISSES = 60.0, 2  # Java's defaults
 
@@ -64,15 +65,8 @@ def test_our_beat_is_javas_file_and_leaves_nothing_else_in_the_folder(tmp_path):
     assert storage.list_names(HEARTBEAT_DIR) == ["20250101000000000"]  # stopped: file deleted
 
 
-OPTS = {
-    "hoodie.table.name": "t",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.operation": "append",
-}
-CLUSTER = {
-    "hoodie.clustering.plan.strategy.small.file.limit": str(10 * 1024 * 1024),
-    "hoodie.clustering.plan.strategy.target.file.max.bytes": str(64 * 1024 * 1024),
-}
+OPTS = APPEND_OPTS
+CLUSTER = small_file_clustering()
 
 
 def _rows(n: int, start: int = 0) -> pa.Table:

@@ -19,17 +19,10 @@ from hoodie_sink.table.format.timeline.timeline import InstantTimeTaken, Timelin
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.rollback import rollback_failed_clustering, rollback_instant
-from tests.support.tables import assert_table_matches
+from tests.support.tables import APPEND_OPTS, assert_table_matches, small_file_clustering
 
-OPTS = {
-    "hoodie.table.name": "t",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.operation": "append",
-}
-CLUSTER = {
-    "hoodie.clustering.plan.strategy.small.file.limit": str(10 * 1024 * 1024),
-    "hoodie.clustering.plan.strategy.target.file.max.bytes": str(10 * 1024 * 1024),
-}
+OPTS = APPEND_OPTS
+CLUSTER = small_file_clustering(target_mb=10)
 
 
 def _rows(start: int, n: int) -> pa.Table:

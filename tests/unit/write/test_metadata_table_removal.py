@@ -14,16 +14,10 @@ from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_propertie
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
+from tests.support.tables import APPEND_OPTS, small_file_clustering
 
-OPTS = {
-    "hoodie.table.name": "t",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.operation": "append",
-}
-CLUSTER = {
-    "hoodie.clustering.plan.strategy.small.file.limit": str(10 * 1024 * 1024),
-    "hoodie.clustering.plan.strategy.target.file.max.bytes": str(64 * 1024 * 1024),
-}
+OPTS = APPEND_OPTS
+CLUSTER = small_file_clustering()
 JAVA_LINES = (
     "hoodie.table.metadata.partitions=column_stats,files",
     "hoodie.table.metadata.partitions.inflight=record_index",

@@ -258,7 +258,8 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
     "hoodie.table.version": (("6",), "hoodie_sink writes table version 6"),
     "hoodie.write.table.version": (("6",), "hoodie_sink writes table version 6"),
     "hoodie.timeline.layout.version": (("1",), "hoodie_sink writes timeline layout version 1"),
-    "hoodie.table.timeline.timezone": (("utc",), "instant times are UTC"),
+    # a table-creation setting, as in Java: an existing table's own zone is followed (LOCAL or UTC)
+    "hoodie.table.timeline.timezone": (("utc",), "tables hoodie_sink creates stamp instant times in UTC"),
     "hoodie.schema.on.read.enable": (("false",), "schema evolution on read is not supported"),
     # Cleaning and archival are not built yet: old file versions and timeline files are kept.
     # Hudi's default is on, so Hudi users do not set these; unset we do nothing.  Set to true they

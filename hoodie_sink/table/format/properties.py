@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.timeline.instant import LOCAL_ZONE, TIMELINE_ZONES, UTC_ZONE
 from hoodie_sink.table.storage import Storage
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -123,6 +124,7 @@ class TableConfig:
     payload_class: str | None = None
     populate_meta_fields: bool = True
     version: int = 6
+    timeline_zone: str = UTC_ZONE  # the zone of instant times: what we create; Java's default is LOCAL
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -134,10 +136,11 @@ class TableConfig:
         known = {
             K_NAME, K_TYPE, K_RECORD_KEYS, K_PARTITION_FIELDS, K_PRECOMBINE, K_KEYGEN_CLASS,
             K_HIVE_STYLE, K_URL_ENCODE, K_DATABASE, K_CREATE_SCHEMA, K_PAYLOAD, K_POPULATE_META,
-            K_VERSION, K_CHECKSUM,
+            K_VERSION, K_CHECKSUM, K_TIMEZONE,
         }  # fmt: skip
         if K_NAME not in props:
             raise HoodieTableError(f"hoodie.properties lacks '{K_NAME}'")
+        check_table_version(props)
         ttype = props.get(K_TYPE, COPY_ON_WRITE).upper()
         ttype = {"COW": COPY_ON_WRITE, "MOR": MERGE_ON_READ}.get(ttype, ttype)
         return cls(
@@ -154,6 +157,7 @@ class TableConfig:
             payload_class=props.get(K_PAYLOAD),
             populate_meta_fields=_bool(props.get(K_POPULATE_META), True),
             version=int(props.get(K_VERSION, "6")),
+            timeline_zone=_timeline_zone(props),
             extra={k: v for k, v in props.items() if k not in known},
         )
 
@@ -166,7 +170,7 @@ class TableConfig:
                 K_VERSION: str(self.version),
                 K_LAYOUT: "1",
                 K_ARCHIVE_FOLDER: "archived",
-                K_TIMEZONE: "UTC",
+                K_TIMEZONE: self.timeline_zone,
                 K_DROP_PARTITION_COLUMNS: "false",
                 K_HIVE_STYLE: str(self.hive_style).lower(),
                 K_URL_ENCODE: str(self.url_encode).lower(),
@@ -193,6 +197,37 @@ class TableConfig:
 
     def with_updates(self, **changes: Any) -> TableConfig:
         return replace(self, **changes)
+
+
+# What keeps Apache Hudi 1.x writers from moving a table past version 6 (hudi-services-v6.md §8.2).
+KEEP_AT_V6 = (
+    "Apache Hudi 1.x writers keep a table at version 6 with hoodie.write.auto.upgrade=false "
+    "(and hoodie.write.table.version=6 when they create it); 0.14/0.15 write version 6"
+)
+
+
+def check_table_version(props: dict[str, str]) -> None:
+    """We read and write table version 6 with timeline layout 1 only.  Hudi 1.x's version 8+
+    moves the timeline to `.hoodie/timeline/` (layout 2) and changes file names and commit
+    metadata: a v6 reader would see no commits there, and a v6 writer's commits would be invisible
+    to Hudi 1.x.  So refuse before anything is read or written."""
+    version, layout = props.get(K_VERSION, "6").strip(), props.get(K_LAYOUT, "1").strip()
+    if version != "6" or layout != "1":
+        raise HoodieTableError(
+            f"The table is at {K_VERSION}={version} ({K_LAYOUT}={layout}); hoodie_sink reads and "
+            f"writes table version 6 with timeline layout 1 only. Help: {KEEP_AT_V6}; an upgraded "
+            "table comes back to version 6 only by Hudi's own downgrade (hudi-cli 'downgrade table')."
+        )
+
+
+def _timeline_zone(props: dict[str, str]) -> str:
+    zone = props.get(K_TIMEZONE, LOCAL_ZONE).strip().upper() or LOCAL_ZONE
+    if zone not in TIMELINE_ZONES:
+        raise HoodieTableError(
+            f"{K_TIMEZONE}={props[K_TIMEZONE]} in hoodie.properties is not a timeline zone "
+            f"Apache Hudi knows ({', '.join(TIMELINE_ZONES)})."
+        )
+    return zone
 
 
 def read_table_config(storage: Storage) -> TableConfig:

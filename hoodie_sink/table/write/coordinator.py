@@ -106,7 +106,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     existing = latest_schema(storage, timeline, table) if exists else None
     data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
     action = _action_of(cfg, table)
-    instant = _publish_instant(storage, cfg, timeline, action)
+    instant = _publish_instant(storage, cfg, table, timeline, action)
     base_files, avg_size, clustering = _file_groups_to_assign(cfg, table, timeline, bool(existing))
     ctx = WriteContext(
         config=cfg,
@@ -180,9 +180,12 @@ def _action_of(cfg: WriteConfig, table: TableConfig) -> str:
     return DELTA_COMMIT if table.table_type == MERGE_ON_READ else COMMIT
 
 
-def _publish_instant(storage: Storage, cfg: WriteConfig, timeline: Timeline, action: str) -> str:
-    """Publish `<t>.<action>.requested`, then the inflight file; the new instant time `t`."""
-    store = TimelineStore(storage)
+def _publish_instant(
+    storage: Storage, cfg: WriteConfig, table: TableConfig, timeline: Timeline, action: str
+) -> str:
+    """Publish `<t>.<action>.requested`, then the inflight file; the new instant time `t`, in the
+    table's timeline zone."""
+    store = TimelineStore(storage, zone=table.timeline_zone)
     op_type = OPERATION_TYPES[cfg.operation]
     # The first beat comes before the instant appears: a concurrent writer's rollback must never
     # see this instant pending without a live heartbeat (it would take it for a crashed write).

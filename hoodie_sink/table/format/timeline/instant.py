@@ -69,22 +69,34 @@ class Instant:
         return Instant(ts, action, state or COMPLETED)
 
 
-def format_instant(moment: datetime) -> str:
-    """17-digit UTC instant time, yyyyMMddHHmmssSSS."""
-    moment = moment.astimezone(timezone.utc)
+# hoodie.table.timeline.timezone (Java's HoodieTimelineTimeZone): UTC, or LOCAL, the writing
+# process's zone, which is also what a table without the property means (Java's default).
+UTC_ZONE = "UTC"
+LOCAL_ZONE = "LOCAL"
+TIMELINE_ZONES = (UTC_ZONE, LOCAL_ZONE)
+
+
+def format_instant(moment: datetime, zone: str = UTC_ZONE) -> str:
+    """17-digit instant time, yyyyMMddHHmmssSSS, as wall time of the timeline's zone: UTC, or
+    LOCAL (this process's zone, `TZ` honoured), as Java stamps instants of such a table."""
+    moment = moment.astimezone(timezone.utc if zone == UTC_ZONE else None)
     return moment.strftime(_INSTANT_FMT) + f"{moment.microsecond // 1000:03d}"
 
 
 def parse_instant(ts: str) -> datetime:
+    """The instant time as a UTC moment (of a UTC timeline; a LOCAL one's wall time as if UTC)."""
     base = datetime.strptime(ts[:14], _INSTANT_FMT).replace(tzinfo=timezone.utc)
     millis = int(ts[14:17] or 0) if len(ts) > 14 else 0
     return base + timedelta(milliseconds=millis)
 
 
-def next_instant_time(after: str | None, now: datetime | None = None) -> str:
-    """An instant time later than `after` (every instant on the timeline) and close to now."""
+def next_instant_time(after: str | None, now: datetime | None = None, zone: str = UTC_ZONE) -> str:
+    """An instant time later than `after` (every instant on the timeline) and close to now in the
+    timeline's zone.  Writers of a LOCAL timeline must share a zone, as Java's must: a writer
+    east of another would stamp its instants after the other's later ones."""
     now = now or datetime.now(timezone.utc)
-    candidate = format_instant(now)
+    candidate = format_instant(now, zone)
     if after is not None and candidate <= after.ljust(17, "0"):
+        # one millisecond after `after`, as wall time: the same in any zone
         candidate = format_instant(parse_instant(after.ljust(17, "0")) + timedelta(milliseconds=1))
     return candidate

@@ -16,6 +16,7 @@ from typing import Any
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.timeline.instant import (
     COMPLETED,
     INFLIGHT,
@@ -110,9 +111,6 @@ class Timeline:
     def states_of(self, ts: str) -> list[Instant]:
         return list(self._by_time.get(ts, []))
 
-    def new_instant_time(self) -> str:
-        return next_instant_time(self.last_instant_time())
-
 
 @dataclass(frozen=True)
 class ActiveTimeline(Timeline):
@@ -174,8 +172,16 @@ def _list_instants(storage: Storage) -> tuple[Instant, ...]:
 class TimelineStore:
     """Writes timeline files.  One per table path; stateless apart from the storage handle."""
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, zone: str | None = None):
         self.storage = storage
+        # the timeline's zone (hoodie.table.timeline.timezone); read from the table when not given
+        self._zone = zone
+
+    @property
+    def zone(self) -> str:
+        if self._zone is None:
+            self._zone = read_table_config(self.storage).timeline_zone
+        return self._zone
 
     def path(self, instant: Instant) -> str:
         return f"{META_DIR}/{instant.file_name}"
@@ -210,14 +216,14 @@ class TimelineStore:
         """Start an instant of `action` at a new time later than `after` (the latest instant the
         caller saw); `before(ts)` runs first at each try (e.g. a heartbeat that must exist before
         the instant appears)."""
-        ts = next_instant_time(after)
+        ts = next_instant_time(after, zone=self.zone)
         for _ in range(50):
             if before is not None:
                 before(ts)
             try:
                 return self.create_requested(ts, action, content)
             except InstantTimeTaken:
-                ts = next_instant_time(ts)
+                ts = next_instant_time(ts, zone=self.zone)
         raise HoodieTableError(
             f"Could not start a {action} on {self.storage.base_uri}: 50 instant times in a row were taken "
             "by other writers. Help: retry the write."

@@ -248,8 +248,14 @@ def _merge_payload(cfg: WriteConfig, table: TableConfig) -> str:
             f"{cfg.path}, whose hoodie.properties says '{payload}'. Help: drop the option (the table's "
             "setting is used) or write to a new path."
         )
-    # A table that names no merge semantics (Hudi 0.14 COW tables, ours before 0.1.1) is merged
-    # as readers infer it from the precombine field, unless the write names a payload class.
+    # A table that names no merge semantics, unless the write names a payload class: a
+    # copy-on-write table is merged by its writers, and Apache Hudi 0.14/0.15's Spark writers, which
+    # create such tables (hoodie.properties without a payload class), merge with their default
+    # OverwriteWithLatestAvroPayload: the incoming record replaces the stored one, and so does
+    # ours, or a late record would win in a Java write and lose in ours on the same table.  A
+    # merge-on-read table is merged by its readers, which infer it from the precombine field.
+    if not payload and not cfg.payload_class and table.table_type == COPY_ON_WRITE:
+        payload = OVERWRITE_WITH_LATEST_PAYLOAD
     payload = payload or cfg.payload_class or default_payload(table.precombine_field or cfg.precombine_field)
     if payload not in SUPPORTED_PAYLOADS and cfg.operation in KEYED_OPERATIONS:
         raise HoodieConfigError(

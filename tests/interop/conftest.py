@@ -17,9 +17,11 @@ tables of both kinds, seen here when one oracle JVM served all tests.
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
+import hoodie_sink
 from tests.interop.java_hudi import JavaHudi, interop_missing
 
 ZONES = {"0.15.0": "America/Los_Angeles", "1.1.1": "America/New_York"}
@@ -58,3 +60,26 @@ def any_java_hudi(request):
 @pytest.fixture
 def spark(spark_session):
     return spark_session
+
+
+@pytest.fixture
+def writers_zone(spark, monkeypatch):
+    """`writers_zone(zone)`: our writers run in `zone`, as the Java writer does, for tables without
+    hoodie.table.timeline.timezone (LOCAL: each writer stamps instants in its own zone, so writers
+    sharing such a table must share a zone, in Java as with us). This process (engine calls,
+    clustering's plan and commit) by TZ; Spark's Python workers by the SparkContext's environment
+    (`spark.executorEnv.TZ` in an application), which a data source's Python function takes when it
+    is registered: hence the registration again, with and after the zone."""
+    env = spark.sparkContext.environment
+
+    def set_zone(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        env["TZ"] = zone
+        hoodie_sink.register(spark)
+
+    yield set_zone
+    env.pop("TZ", None)
+    hoodie_sink.register(spark)
+    monkeypatch.undo()
+    time.tzset()

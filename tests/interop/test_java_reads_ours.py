@@ -284,3 +284,19 @@ def test_virtual_key_tables_both_ways(spark, java_hudi, java_local, tmp_path):
     model.delete(range(0, 40, 4))
     java_agrees(java_local, java_first, model)
     assert_timeline_agrees(java_local, java_first)
+
+
+def test_java_opens_and_upserts_a_table_whose_properties_hold_non_ascii(spark, java_hudi, tmp_path):
+    """hoodie.properties is ISO-8859-1 for Java: a non-ASCII database name written as raw UTF-8
+    changed the checksum Java computes, and the table did not open."""
+    path, model = tmp_path / "t", Model()
+    named = {**BASE, "hoodie.database.name": "läke_中"}
+    first = rows(range(50), 1)
+    ours(spark, path, first, named)
+    model.upsert(first)
+    java_agrees(java_hudi, path, model)
+    assert java_hudi.call("properties", path=str(path))["hoodie.database.name"] == "läke_中"
+    theirs = rows(range(40, 60), ts=2)
+    java_hudi.write(path, pa.Table.from_pylist(theirs, schema=ARROW), java_options(named))
+    model.upsert(theirs)
+    java_agrees(java_hudi, path, model)

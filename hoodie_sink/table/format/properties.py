@@ -1,12 +1,15 @@
 """`.hoodie/hoodie.properties`: the table's identity and its table-level settings.
 
-Java writes it as java.util.Properties text; hudi-rs splits each line at the first '=' and
-only un-escapes `\\:` in the create schema, so we write values that need no escaping other
-than that (format doc §2.1).  The checksum is CRC32 of "<database>.<table>" (§2.3).
+Java reads and writes it with java.util.Properties: ISO-8859-1 bytes, backslash escapes, every
+character outside printable ASCII as \\uXXXX.  We write what Properties.load reads back exactly
+and parse it as Properties.load does; hudi-rs splits each line at the first '=' and un-escapes only
+`\\:` in the create schema (format doc §2.1), so values carry no escape beyond what Java needs
+(a non-ASCII value reaches hudi-rs escaped).  The checksum is CRC32 of "<database>.<table>" (§2.3).
 """
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -55,17 +58,75 @@ def table_checksum(database: str | None, table: str) -> int:
     return zlib.crc32(f"{database or ''}.{table}".encode()) & 0xFFFFFFFF
 
 
+def decode_properties(data: bytes) -> tuple[str, str]:
+    """The text of a properties file and its encoding.  Java reads and writes ISO-8859-1 (and
+    escapes every other character as \\uXXXX); we wrote UTF-8 before, which is the same bytes for
+    ASCII.  Bytes that are not valid UTF-8 can only be ISO-8859-1 (a Java or hand-written file)."""
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "latin-1"
+
+
+def read_properties_text(storage: Storage, rel: str = PROPERTIES_FILE) -> tuple[str, str]:
+    return decode_properties(storage.read_bytes(rel))
+
+
+_WHITESPACE = " \t\f"
+
+
+def _logical_lines(text: str) -> list[str]:
+    """java.util.Properties' lines: leading whitespace dropped, comments and blank lines skipped,
+    a line ending in an odd number of backslashes continued by the next one."""
+    out: list[str] = []
+    pending: str | None = None
+    for raw in re.split(r"\r\n|\r|\n", text):
+        line = raw.lstrip(_WHITESPACE)
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        line = line if pending is None else pending + line
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending = line[:-1]
+            continue
+        pending = None
+        out.append(line)
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _split_key(line: str) -> tuple[str, str]:
+    """Key and raw value as Java splits them: the key ends at the first unescaped '=', ':' or
+    whitespace; then whitespace and at most one '=' or ':' separate it from the value, whose
+    trailing whitespace is kept."""
+    i, escaped = 0, False
+    while i < len(line):
+        c = line[i]
+        if not escaped and (c in "=:" or c in _WHITESPACE):
+            break
+        escaped = c == "\\" and not escaped
+        i += 1
+    key, j, has_sep = line[:i], i, False
+    while j < len(line):
+        c = line[j]
+        if c in _WHITESPACE:
+            j += 1
+        elif c in "=:" and not has_sep:
+            has_sep = True
+            j += 1
+        else:
+            break
+    return key, line[j:]
+
+
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java Properties text (the subset Hudi writes: key=value, '#' comments)."""
+    """Parse java.util.Properties text as Properties.load does (escapes, separators,
+    continuations); the last value of a repeated key wins."""
     props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            continue
-        props[key.strip()] = _unescape(value.strip())
+    for line in _logical_lines(text):
+        key, value = _split_key(line)
+        props[_unescape(key)] = _unescape(value)
     return props
 
 
@@ -77,27 +138,53 @@ def _unescape(value: str) -> str:
         c = value[i]
         if c == "\\" and i + 1 < len(value):
             nxt = value[i + 1]
-            if nxt == "u" and i + 5 < len(value):
-                out.append(chr(int(value[i + 2 : i + 6], 16)))
+            if nxt == "u":
+                digits = value[i + 2 : i + 6]
+                if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                    raise HoodieTableError(f"Malformed \\uXXXX escape in hoodie.properties: '{value}'")
+                out.append(chr(int(digits, 16)))
                 i += 6
                 continue
-            out.append({"n": "\n", "t": "\t", "r": "\r"}.get(nxt, nxt))
+            out.append({"n": "\n", "t": "\t", "r": "\r", "f": "\f"}.get(nxt, nxt))
             i += 2
             continue
         out.append(c)
         i += 1
+    # surrogate pairs (\\uD83D\\uDE00) are one character in Java's UTF-16 strings
+    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+
+
+def _escape(text: str, is_key: bool, also: str = "") -> str:
+    """What Properties.store writes (ISO-8859-1 file, so every character outside printable ASCII
+    becomes \\uXXXX of its UTF-16 units).  In values, '=', ':', '#' and '!' stay as they are: Java
+    reads them literally there, and hudi-rs, which splits lines at the first '=' and un-escapes
+    only '\\:' in the create schema (format doc §2.1), would keep the backslashes (`also` adds
+    characters to escape, e.g. ':' in the create schema, as Java writes it)."""
+    out = []
+    for i, c in enumerate(text):
+        if c == "\\":
+            out.append("\\\\")
+        elif c == " ":
+            out.append("\\ " if is_key or i == 0 else " ")
+        elif c in "\t\n\r\f":
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}[c])
+        elif (is_key and c in "=:#!") or c in also:
+            out.append("\\" + c)
+        elif " " < c <= "~":
+            out.append(c)
+        else:
+            units = c.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{units[k] << 8 | units[k + 1]:04X}" for k in range(0, len(units), 2))
     return "".join(out)
 
 
 def render_properties(props: dict[str, str]) -> str:
+    """Properties text Java's Properties.load reads back exactly: printable ASCII only."""
     now = datetime.now(timezone.utc)
     lines = [f"#Properties saved on {now.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z", f"#{now.ctime()}"]
     for key in sorted(props):
-        value = props[key]
-        # Only ':' is escaped: Java un-escapes it, hudi-rs does so for the schema (§2.1).
-        lines.append(
-            f"{key}={value.replace(':', chr(92) + ':')}" if key == K_CREATE_SCHEMA else f"{key}={value}"
-        )
+        also = ":" if key == K_CREATE_SCHEMA else ""
+        lines.append(f"{_escape(key, is_key=True)}={_escape(props[key], is_key=False, also=also)}")
     return "\n".join(lines) + "\n"
 
 
@@ -233,7 +320,7 @@ def _timeline_zone(props: dict[str, str]) -> str:
 def read_table_config(storage: Storage) -> TableConfig:
     for rel in (PROPERTIES_FILE, BACKUP_FILE):  # Java falls back to the backup (§2.1)
         try:
-            text = storage.read_text(rel)
+            text, _ = read_properties_text(storage, rel)
         except FileNotFoundError:
             continue
         return TableConfig.from_properties(parse_properties(text))
@@ -244,4 +331,4 @@ def read_table_config(storage: Storage) -> TableConfig:
 
 
 def write_table_config(storage: Storage, config: TableConfig) -> None:
-    storage.write_atomic(PROPERTIES_FILE, render_properties(config.to_properties()).encode("utf-8"))
+    storage.write_atomic(PROPERTIES_FILE, render_properties(config.to_properties()).encode("ascii"))

@@ -23,7 +23,7 @@ from hoodie_sink.table.format.metadata_table import (
     lists_metadata_partitions,
     without_metadata_partitions,
 )
-from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_properties
+from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_properties, read_properties_text
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -50,17 +50,17 @@ def remove_metadata_table(storage: Storage, props: dict[str, str] | None = None)
 
 
 def _read_props(storage: Storage) -> dict[str, str]:
-    return parse_properties(storage.read_text(PROPERTIES_FILE))
+    return parse_properties(read_properties_text(storage)[0])
 
 
 def _clear_partitions(storage: Storage) -> None:
-    text = storage.read_text(PROPERTIES_FILE)
+    text, encoding = read_properties_text(storage)
     try:
         # Hadoop's local file system (file://, where Java wrote this table) checks a file against
         # its `.<name>.crc` sibling: a stale one makes Java fail to load the new properties.
         # Deleted first, so no reader ever sees new content with the old checksum.
         storage.delete(PROPERTIES_CRC)
-        storage.write_atomic(PROPERTIES_FILE, without_metadata_partitions(text).encode("utf-8"))
+        storage.write_atomic(PROPERTIES_FILE, without_metadata_partitions(text).encode(encoding))
     except OSError as e:
         raise HoodieTableError(
             f"Could not clear hoodie.table.metadata.partitions in {PROPERTIES_FILE} of {storage.base_uri}: {e}. "

@@ -126,6 +126,9 @@ OPTIONS: tuple[Option, ...] = (
            doc="How a change merges with the stored record: OverwriteWithLatestAvroPayload (commit time: the "
                "incoming record wins) or DefaultHoodieRecordPayload (event time: the higher precombine value "
                "wins). Default: DefaultHoodieRecordPayload with a precombine field, else OverwriteWithLatest."),
+    Option("hoodie.sink.write.allow.null.array.elements", "allow_null_array_elements", _bool,
+           doc="Accept null elements in list columns, which Apache Hudi 0.14/0.15's merge cannot rewrite "
+               "(refused by default: only for tables no Java writer upserts into)."),
     Option("hoodie.write.set.null.for.missing.columns", "set_null_for_missing_columns", _bool,
            doc="A table column that the input lacks is written as null (it must be nullable)."),
     Option("hoodie.datasource.write.operation", "operation",
@@ -366,6 +369,7 @@ class WriteConfig:
     precombine_field: str | None = None
     payload_class: str | None = None  # None: derived when the table is opened (see resolve_payload)
     set_null_for_missing_columns: bool = False
+    allow_null_array_elements: bool = False
     operation: str = "upsert"
     table_type: str = COPY_ON_WRITE  # hoodie.properties' spelling
     hive_style: bool = False

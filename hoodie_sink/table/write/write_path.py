@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
@@ -20,6 +20,7 @@ from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
+from hoodie_sink.table.format.list_elements import check_no_null_elements, has_lists
 from hoodie_sink.table.format.timeline.instant import COMPLETED, INFLIGHT, Instant
 from hoodie_sink.table.format.timeline.timeline import TimelineStore
 from hoodie_sink.table.write import coordinator
@@ -62,12 +63,20 @@ def _instant_running(ctx: WriteContext) -> bool:
 
 
 def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.RecordBatch]) -> TaskResult:
+    if not ctx.config.allow_null_array_elements and has_lists(ctx.data_schema):
+        batches = _without_null_elements(batches)
     with _heartbeat(ctx):
         if ctx.config.operation in ASSIGNED_OPERATIONS:
             return UpsertTask(ctx, task).write(batches)
         if ctx.config.operation == "append":
             return AppendTask(ctx, task).write(batches)
         return BulkInsertTask(ctx, task).write(batches)
+
+
+def _without_null_elements(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        check_no_null_elements(batch)
+        yield batch
 
 
 def complete(

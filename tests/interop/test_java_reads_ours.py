@@ -106,6 +106,11 @@ def test_java_reads_each_operation_in_turn(spark, any_java_hudi, tmp_path):
     model.delete(range(1, 61, 2))
     java_agrees(java_hudi, path, model)
 
+    logs = rows(range(600, 640), ts=3)  # append: no index, no merge, new file groups
+    step(logs, "append")
+    model.upsert(logs)
+    java_agrees(java_hudi, path, model)
+
     sf_only = [r for r in rows(range(1000, 1030), ts=4) if r["city"] == "sf"]
     step(sf_only, "insert_overwrite")
     model.by_key = {k: r for k, r in model.by_key.items() if r["city"] != "sf"}

@@ -152,7 +152,10 @@ def test_failed_job_leaves_table_exactly_as_before(spark, tmp_path):
         trips_df(spark, 300, start=5000).write.format(faulty).options(**OPTS).option(
             "fault.task", "always:1"
         ).mode("append").save(str(path))
-    assert sorted(str(p) for p in path.rglob("*")) == before
+    # as before, but for the rollback instant that records the undo (requested, inflight, done)
+    undo = sorted(p.name for p in (path / ".hoodie").glob("*.rollback*"))
+    assert [n.split(".", 1)[1] for n in undo] == ["rollback", "rollback.inflight", "rollback.requested"]
+    assert sorted(str(p) for p in path.rglob("*") if ".rollback" not in p.name) == before
     assert_table_matches(path, expected(df))
     fresh = tmp_path / "fresh"
     with pytest.raises(Exception, match="test failure injected"):

@@ -117,6 +117,11 @@ class Heartbeat:
                 if self.running is not None and not self.running():
                     return
                 self.beat()
+                if self.running is not None and not self.running():
+                    # the instant ended (commit or abort, maybe in another process) between the
+                    # check and the beat, after its heartbeat was deleted: take the beat back
+                    self.storage.delete(heartbeat_path(self.instant))
+                    return
             except Exception as e:  # noqa: BLE001 - a missed beat is tolerated; the next one may succeed
                 log.warning("hoodie: heartbeat of %s failed: %s", self.instant, e)
 
@@ -149,7 +154,7 @@ def keep_beating(storage: Storage, instant: str, interval_s: float, running: Cal
     """Beat for the instant from a daemon thread of this process until `stop_heartbeat` (here) or
     until `running()` says it is over (completed or aborted by another process: a Spark batch
     write begins in one driver-side Python worker and commits in another).  `running` is asked
-    before every beat, so a keeper left behind beats at most once after the instant ends."""
+    before and after every beat, and a beat that lands after the instant ended is deleted again."""
     keeper = Heartbeat(storage, instant, interval_s, owner=False, running=running)
     with _KEEPERS_LOCK:
         old = _KEEPERS.pop((storage.base_uri, instant), None)

@@ -73,7 +73,7 @@ from hoodie_sink.table.write.context import (
     keygen_config_of,
 )
 from hoodie_sink.table.write.metadata_table import remove_metadata_table
-from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes
+from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes, rollback_instant
 from hoodie_sink.table.write.table_setup import (
     check_not_foreign,
     create_table,
@@ -376,9 +376,15 @@ def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: floa
         if now - quiet_since >= settle_seconds or now >= deadline:
             break
         time.sleep(0.2)
-    delete_markers(storage, ctx.instant)
-    store.delete_pending(ctx.instant, ctx.action)
-    stop_heartbeat(storage, ctx.instant)
+    if ctx.created_table and _only_instant(storage, ctx.instant):
+        # the table this write created goes with it: no rollback instant to keep
+        delete_markers(storage, ctx.instant)
+        store.delete_pending(ctx.instant, ctx.action)
+        stop_heartbeat(storage, ctx.instant)
+    else:
+        # as Java undoes a failed write: a `.rollback` instant that lists what was deleted (the
+        # files swept above, named by the markers), then the instant's own files go
+        rollback_instant(storage, Instant(ctx.instant, ctx.action, REQUESTED), after=ctx.instant)
     if ctx.created_table and not Timeline.load(storage).instants:
         leftovers = [
             p for p in storage.walk_files("")
@@ -392,6 +398,10 @@ def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: floa
         ctx.config.path,
         len(deleted),
     )
+
+
+def _only_instant(storage: Storage, instant: str) -> bool:
+    return {i.timestamp for i in Timeline.load(storage).instants} <= {instant}
 
 
 __all__ = ["REQUESTED", "WriteContext", "abort", "begin", "complete"]

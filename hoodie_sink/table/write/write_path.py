@@ -38,8 +38,15 @@ REPORT_KEY = "hoodie.sink.write.report"  # extraMetadata: what the commit's writ
 
 
 def _heartbeat(ctx: WriteContext) -> Heartbeat:
-    # owner=False: other tasks may still work on the instant; the commit or abort ends the heartbeat
-    return Heartbeat(ctx.storage, ctx.instant, ctx.config.heartbeat_interval_ms / 1000, owner=False)
+    # owner=False: other tasks may still work on the instant; the commit or abort ends the
+    # heartbeat.  `running`: a straggler's beat after an abort must not leave a heartbeat behind.
+    return Heartbeat(
+        ctx.storage,
+        ctx.instant,
+        ctx.config.heartbeat_interval_ms / 1000,
+        owner=False,
+        running=lambda: _instant_running(ctx),
+    )
 
 
 def begin(cfg: WriteConfig, input_schema: pa.Schema) -> WriteContext:

@@ -15,7 +15,7 @@ import pytest
 import hoodie_sink
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError, HoodieCommitStateUnknown
-from hoodie_sink.table.format.timeline.instant import Instant
+from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator, write_path
@@ -31,8 +31,11 @@ def rows(start: int, n: int) -> pa.Table:
 
 
 def is_completed_commit(rel: str) -> bool:
+    """A completed write instant (not the `.rollback` an abort publishes)."""
     inst = Instant.parse(rel.rsplit("/", 1)[-1])
-    return rel.startswith(".hoodie/") and inst is not None and inst.is_completed
+    return (
+        rel.startswith(".hoodie/") and inst is not None and inst.is_completed and inst.action in WRITE_ACTIONS
+    )
 
 
 def fail_publish(monkeypatch, after_write: bool, check_fails: bool) -> list[str]:

@@ -16,7 +16,7 @@ import hoodie_sink
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table import client
-from hoodie_sink.table.format.heartbeat import heartbeat_path, is_alive
+from hoodie_sink.table.format.heartbeat import Heartbeat, heartbeat_path, is_alive
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.storage import Storage
@@ -98,3 +98,15 @@ def test_commit_of_unknown_outcome_lets_the_heartbeat_expire(tmp_path, monkeypat
     (instant,) = [i.timestamp for i in Timeline.load(storage).pending()]
     time.sleep(0.5)
     assert not is_alive(storage, instant, 0.1, 2)
+
+
+def test_a_beat_that_lands_after_the_instant_ended_is_taken_back(tmp_path):
+    """The keeper (or a straggling task) checks that the instant runs, then beats; an abort in
+    another process may delete the heartbeat in between. The beat must not outlive the instant."""
+    storage = Storage(str(tmp_path))
+    answers = iter([True, False])  # running before the beat; ended right after it
+    keeper = Heartbeat(storage, "20250101000000000", 0.05, owner=False, running=lambda: next(answers, False))
+    with keeper:
+        storage.delete(heartbeat_path("20250101000000000"))  # the abort deletes it
+        time.sleep(0.4)
+    assert not storage.exists(heartbeat_path("20250101000000000"))

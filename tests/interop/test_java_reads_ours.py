@@ -20,6 +20,7 @@ from hoodie_sink.table.format.heartbeat import release_heartbeat
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.interop.compare import assert_readers_agree, assert_time_travel_agrees, assert_timeline_agrees
 from tests.support import faulty_source
+from tests.support.streams import stream_files
 
 pytestmark = [pytest.mark.compat, pytest.mark.interop]
 
@@ -200,15 +201,7 @@ def test_java_reads_and_upserts_each_key_generator(spark, java_hudi, tmp_path, k
 
 # -- after clustering, a failed write, a crashed write rolled back, and a streaming query -------
 def stream_upserts(spark, src, path, ckpt, options: dict) -> None:
-    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
-    q = (
-        df.writeStream.format("hoodie").options(**options)
-        .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start(str(path))
-    )  # fmt: skip
-    q.awaitTermination(600)
-    q.stop()
-    if q.exception():
-        raise q.exception()
+    stream_files(spark, SCHEMA, src, path, ckpt, options)
 
 
 def test_java_reads_after_stream_clustering_failed_and_crashed_writes(spark, java_hudi, tmp_path):

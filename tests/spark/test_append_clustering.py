@@ -13,6 +13,7 @@ import pytest
 
 import hoodie_sink
 from hoodie_sink.table.read.snapshot import Snapshot
+from tests.support.streams import stream_files
 from tests.support.tables import assert_table_matches, hudi_rs_timeline, read_both
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64())])
@@ -43,20 +44,10 @@ def log_files(src: Path, batches: int, rows: int = 20, start: int = 0) -> list[d
     return out
 
 
-def stream(spark, src: Path, path: Path, ckpt: Path, extra: dict | None = None, trigger_once: bool = True):
-    df = (
-        spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE")
-        .option("maxFilesPerTrigger", 1)
-        .parquet(str(src))
+def stream(spark, src: Path, path: Path, ckpt: Path, extra: dict | None = None):
+    stream_files(
+        spark, "id LONG, city STRING, ts LONG, fare DOUBLE", src, path, ckpt, {**APPEND, **(extra or {})}, 900
     )
-    q = (
-        df.writeStream.format("hoodie").options(**APPEND).options(**(extra or {}))
-        .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start(str(path))
-    )  # fmt: skip
-    q.awaitTermination(900)
-    q.stop()
-    if q.exception():
-        raise q.exception()
 
 
 def _data(t: pa.Table) -> list[dict]:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tests.support import faulty_source
+from tests.support.streams import stream_files
 from tests.support.tables import assert_table_matches, hudi_rs_timeline
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),
@@ -59,16 +60,7 @@ def model_of(batches: list[list[dict]]) -> list[dict]:
 
 
 def run_stream(spark, src: Path, path: Path, ckpt: Path, extra: dict | None = None):
-    df = spark.readStream.schema(_spark_schema(spark)).option("maxFilesPerTrigger", 1).parquet(str(src))
-    q = (
-        df.writeStream.format("hoodie").options(**OPTS).options(**(extra or {}))
-        .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start(str(path))
-    )  # fmt: skip
-    q.awaitTermination(600)
-    q.stop()
-    if q.exception():
-        raise q.exception()
-    return q
+    return stream_files(spark, _spark_schema(spark), src, path, ckpt, {**OPTS, **(extra or {})})
 
 
 def _spark_schema(spark):

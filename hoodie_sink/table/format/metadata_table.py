@@ -9,6 +9,7 @@ We do not maintain it, so a write of ours removes it as Java's writers do when i
 
 from __future__ import annotations
 
+from hoodie_sink.table.format.properties import line_key
 from hoodie_sink.table.format.timeline.timeline import META_DIR
 
 METADATA_TABLE_DIR = f"{META_DIR}/metadata"
@@ -26,8 +27,8 @@ def without_metadata_partitions(text: str) -> str:
     """hoodie.properties text with no metadata-table partition, as Java leaves it after deleting
     the table (the keys stay, empty).  Every other line is kept as it is: re-rendering the whole
     file would re-escape (or fail to escape) values that Java wrote."""
-    lines = []
-    for line in text.splitlines():
-        key, sep, _ = line.partition("=")
-        lines.append(f"{key.strip()}=" if sep and key.strip() in METADATA_PARTITION_KEYS else line)
+    lines = [
+        f"{line_key(line)}=" if line_key(line) in METADATA_PARTITION_KEYS else line
+        for line in text.splitlines()
+    ]
     return "\n".join(lines) + "\n"

@@ -120,6 +120,15 @@ def _split_key(line: str) -> tuple[str, str]:
     return key, line[j:]
 
 
+def line_key(line: str) -> str | None:
+    """The key a physical line sets, as Properties.load reads it; None for blank and comment lines
+    (a continuation line is read as a line of its own: Java writes none)."""
+    stripped = line.lstrip(_WHITESPACE)
+    if not stripped or stripped[0] in "#!":
+        return None
+    return _unescape(_split_key(stripped)[0])
+
+
 def parse_properties(text: str) -> dict[str, str]:
     """Parse java.util.Properties text as Properties.load does (escapes, separators,
     continuations); the last value of a repeated key wins."""

@@ -377,20 +377,16 @@ def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: floa
             break
         time.sleep(0.2)
     if ctx.created_table and _only_instant(storage, ctx.instant):
-        # the table this write created goes with it: no rollback instant to keep
-        delete_markers(storage, ctx.instant)
-        store.delete_pending(ctx.instant, ctx.action)
-        stop_heartbeat(storage, ctx.instant)
+        _drop_created_table(storage, ctx)  # no rollback instant to keep: the table goes with it
     else:
         # as Java undoes a failed write: a `.rollback` instant that lists what was deleted (the
         # files swept above, named by the markers), then the instant's own files go
-        rollback_instant(storage, Instant(ctx.instant, ctx.action, REQUESTED), after=ctx.instant)
-    if ctx.created_table and not Timeline.load(storage).instants:
-        leftovers = [
-            p for p in storage.walk_files("")
-            if not p.startswith(META_DIR + "/") and posixpath.basename(p) != PARTITION_METAFILE
-        ]  # fmt: skip
-        storage.delete_dir("" if not leftovers else META_DIR)  # the table this write created
+        rollback_instant(
+            storage,
+            Instant(ctx.instant, ctx.action, REQUESTED),
+            after=ctx.instant,
+            deleted=frozenset(deleted),
+        )
     log.info(
         "hoodie: aborted %s %s on %s (%d files deleted)",
         ctx.action,
@@ -398,6 +394,20 @@ def abort(ctx: WriteContext, settle_seconds: float = 1.0, max_wait_seconds: floa
         ctx.config.path,
         len(deleted),
     )
+
+
+def _drop_created_table(storage: Storage, ctx: WriteContext) -> None:
+    """Undo the instant of a write that created the table, and the table unless another writer
+    has started an instant in it meanwhile."""
+    delete_markers(storage, ctx.instant)
+    TimelineStore(storage).delete_pending(ctx.instant, ctx.action)
+    stop_heartbeat(storage, ctx.instant)
+    if not Timeline.load(storage).instants:
+        leftovers = [
+            p for p in storage.walk_files("")
+            if not p.startswith(META_DIR + "/") and posixpath.basename(p) != PARTITION_METAFILE
+        ]  # fmt: skip
+        storage.delete_dir("" if not leftovers else META_DIR)
 
 
 def _only_instant(storage: Storage, instant: str) -> bool:

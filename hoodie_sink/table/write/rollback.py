@@ -99,20 +99,28 @@ def prune_empty_partitions(storage: Storage, partitions: set[str]) -> None:
                 parent = posixpath.dirname(parent)
 
 
-def rollback_instant(storage: Storage, instant: Instant, after: str | None = None) -> int:
+def rollback_instant(
+    storage: Storage,
+    instant: Instant,
+    after: str | None = None,
+    keep_plan: bool = False,
+    deleted: frozenset[str] = frozenset(),
+) -> int:
     """Undo one pending instant as Java does: plan, execute, publish a `.rollback` instant.
 
     Never a completed one: its writer publishes the completed file and only then drops its
     markers and heartbeat, so a caller that saw the instant pending and then its heartbeat gone
     may be looking at a commit that has just landed (its files are then the table's data).
-    `after`: the latest instant time the caller saw (the rollback's time comes after it)."""
+    `after`: the latest instant time the caller saw (the rollback's time comes after it);
+    `keep_plan`: see execute_rollback; `deleted`: files the caller has already deleted (an abort's
+    sweep), listed in the rollback but not deleted again."""
     store = TimelineStore(storage)
     if storage.exists(store.path(instant.with_state(COMPLETED))):
         log.info("hoodie: %s %s completed meanwhile: nothing to roll back", instant.action, instant.timestamp)
         return 0
     plan = plan_rollback(instant, files_of_instant(storage, instant.timestamp))
     rollback = _request_rollback(storage, plan, after)
-    return execute_rollback(storage, rollback, plan)
+    return execute_rollback(storage, rollback, plan, keep_plan=keep_plan, deleted=deleted)
 
 
 def _request_rollback(storage: Storage, plan: RollbackPlan, after: str | None) -> Instant:
@@ -125,7 +133,13 @@ def _request_rollback(storage: Storage, plan: RollbackPlan, after: str | None) -
     )
 
 
-def execute_rollback(storage: Storage, rollback: Instant, plan: RollbackPlan, keep_plan: bool = False) -> int:
+def execute_rollback(
+    storage: Storage,
+    rollback: Instant,
+    plan: RollbackPlan,
+    keep_plan: bool = False,
+    deleted: frozenset[str] = frozenset(),
+) -> int:
     """Run a requested (or redo an inflight) rollback; idempotent, so a crash is simply redone.
 
     Order of Java 0.15 (`BaseRollbackActionExecutor`): rollback inflight, delete the data files,
@@ -142,7 +156,8 @@ def execute_rollback(storage: Storage, rollback: Instant, plan: RollbackPlan, ke
         else store.transition_to_inflight(rollback.with_state(REQUESTED))
     )
     files = list(plan.files)
-    delete_files(storage, files)  # a file already gone (a redo) counts as deleted, as in Java
+    # a file already gone (a redo, or `deleted` by the caller) counts as deleted, as in Java
+    delete_files(storage, [f for f in files if f not in deleted])
     target = plan.instant_to_rollback
     if keep_plan:
         storage.delete(store.path(Instant(target.timestamp, target.action, INFLIGHT)))
@@ -241,8 +256,6 @@ def rollback_failed_clustering(
     if not storage.exists(store.path(Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT))):
         return True  # only planned: nothing to undo
     # a rollback instant as for any write (Java's rollbackInflightClustering), keeping the plan
-    target = Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT)
-    plan = plan_rollback(target, files_of_instant(storage, instant.timestamp))
-    execute_rollback(storage, _request_rollback(storage, plan, None), plan, keep_plan=True)
+    rollback_instant(storage, Instant(instant.timestamp, REPLACE_COMMIT, INFLIGHT), keep_plan=True)
     log.info("hoodie: rolled back failed clustering %s to its plan", instant.timestamp)
     return True

@@ -254,9 +254,12 @@ def _merge_payload(cfg: WriteConfig, table: TableConfig) -> str:
     # OverwriteWithLatestAvroPayload: the incoming record replaces the stored one, and so does
     # ours, or a late record would win in a Java write and lose in ours on the same table.  A
     # merge-on-read table is merged by its readers, which infer it from the precombine field.
-    if not payload and not cfg.payload_class and table.table_type == COPY_ON_WRITE:
-        payload = OVERWRITE_WITH_LATEST_PAYLOAD
-    payload = payload or cfg.payload_class or default_payload(table.precombine_field or cfg.precombine_field)
+    unnamed = (
+        OVERWRITE_WITH_LATEST_PAYLOAD
+        if table.table_type == COPY_ON_WRITE
+        else default_payload(table.precombine_field or cfg.precombine_field)
+    )
+    payload = payload or cfg.payload_class or unnamed
     if payload not in SUPPORTED_PAYLOADS and cfg.operation in KEYED_OPERATIONS:
         raise HoodieConfigError(
             f"The table at {cfg.path} merges records with payload class '{payload}' (hoodie.properties), "

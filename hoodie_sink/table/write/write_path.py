@@ -21,13 +21,12 @@ from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
 from hoodie_sink.table.format.list_elements import check_no_null_elements, has_lists
-from hoodie_sink.table.format.timeline.instant import COMPLETED, INFLIGHT, Instant
-from hoodie_sink.table.format.timeline.timeline import TimelineStore
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.append_task import AppendTask
 from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask
 from hoodie_sink.table.write.commit_merge import merge_at_commit
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext
+from hoodie_sink.table.write.instant_guard import InstantGuard
 from hoodie_sink.table.write.upsert_task import UpsertTask
 
 log = logging.getLogger(__name__)
@@ -62,11 +61,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema) -> WriteContext:
 
 def _instant_running(ctx: WriteContext) -> bool:
     """Inflight and not completed: a commit or an abort by another process ends the keeper."""
-    store = TimelineStore(ctx.storage)
-    inflight = store.path(Instant(ctx.instant, ctx.action, INFLIGHT))
-    return ctx.storage.exists(inflight) and not ctx.storage.exists(
-        store.path(Instant(ctx.instant, ctx.action, COMPLETED))
-    )
+    return InstantGuard(ctx.storage, ctx.instant, ctx.action).alive()
 
 
 def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.RecordBatch]) -> TaskResult:

@@ -193,6 +193,27 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.clustering.updates.strategy", "clustering_updates_strategy",
            _choice("reject", aliases={
                "org.apache.hudi.client.clustering.update.strategy.sparkrejectupdatestrategy": "reject"})),
+    # -- cleaning and archival (table services after each commit, as in Hudi: on by default) --
+    Option("hoodie.clean.automatic", "clean_automatic", _bool,
+           doc="Clean old file slices after every `hoodie.clean.max.commits` commits (default true)."),
+    Option("hoodie.cleaner.policy", "cleaner_policy",
+           _choice("keep_latest_commits", "keep_latest_file_versions", "keep_latest_by_hours", upper=True)),
+    Option("hoodie.cleaner.commits.retained", "cleaner_commits_retained", _int,
+           doc="KEEP_LATEST_COMMITS: file slices needed by the last N commits stay (time travel and "
+               "incremental reads within them keep working). Default 10."),
+    Option("hoodie.cleaner.fileversions.retained", "cleaner_file_versions_retained", _int),
+    Option("hoodie.cleaner.hours.retained", "cleaner_hours_retained", _int),
+    Option("hoodie.clean.max.commits", "clean_max_commits", _int,
+           doc="Clean after this many commits since the last clean (default 1: after every commit)."),
+    Option("hoodie.cleaner.incremental.mode", "cleaner_incremental", _bool),
+    Option("hoodie.archive.automatic", "archive_automatic", _bool,
+           doc="Archive the active timeline past hoodie.keep.max.commits commits (default true)."),
+    Option("hoodie.keep.min.commits", "keep_min_commits", _int),
+    Option("hoodie.keep.max.commits", "keep_max_commits", _int),
+    Option("hoodie.commits.archival.batch", "archival_batch", _int),
+    Option("hoodie.fail.on.timeline.archiving", "fail_on_archiving", _bool,
+           doc="true: an archival that fails after the commit fails the write (its commit stands). "
+               "Default false: logged, retried after the next commit."),
     Option("hoodie.client.heartbeat.interval_in_ms", "heartbeat_interval_ms", _int),
     Option("hoodie.client.heartbeat.tolerable.misses", "heartbeat_misses", _int),
     Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket")),
@@ -231,8 +252,10 @@ TUNING_OPTIONS = (
     "hoodie.consistency.check.",
     # how Java sorts bulk_insert input: file layout only; the rows read back are the same
     "hoodie.bulkinsert.sort.mode",
-    # what Java does when archiving fails: we never archive (see hoodie.archive.* below)
-    "hoodie.fail.on.timeline.archiving",
+    # Spark parallelism of Java's clean and archival stages: ours run in the committing process
+    "hoodie.cleaner.parallelism", "hoodie.archive.delete.parallelism",
+    # whether Java may schedule a clean while another clean is pending: we finish the pending one first
+    "hoodie.clean.allow.multiple",
 )  # fmt: skip
 
 # Hudi options that change what is written or read, accepted only with the value(s) that
@@ -264,15 +287,29 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
     # a table-creation setting, as in Java: an existing table's own zone is followed (LOCAL or UTC)
     "hoodie.table.timeline.timezone": (("utc",), "tables hoodie_sink creates stamp instant times in UTC"),
     "hoodie.schema.on.read.enable": (("false",), "schema evolution on read is not supported"),
-    # Cleaning and archival are not built yet: old file versions and timeline files are kept.
-    # Hudi's default is on, so Hudi users do not set these; unset we do nothing.  Set to true they
-    # are refused: a job that asks for cleaning expects old file versions to disappear (e.g. rows
-    # deleted for compliance, which stay in older base files until cleaned), and silently keeping
-    # them would break that expectation.
-    "hoodie.clean.automatic": (("false",), "cleaning is not implemented yet: old file versions are kept"),
-    "hoodie.clean.async": (("false",), "cleaning is not implemented yet: old file versions are kept"),
-    "hoodie.archive.automatic": (("false",), "archival is not implemented yet: the timeline is kept whole"),
-    "hoodie.archive.async": (("false",), "archival is not implemented yet: the timeline is kept whole"),
+    # Table services run inline, in the process that committed, right after the commit; a separate
+    # job (`hoodie-sink clean` / `archive`) is the asynchronous form.
+    "hoodie.clean.async": (
+        ("false",),
+        "cleaning runs inline after the commit; for asynchronous "
+        "cleaning run `hoodie-sink clean` as a separate job",
+    ),
+    "hoodie.archive.async": (
+        ("false",),
+        "archival runs inline after the commit; for asynchronous "
+        "archival run `hoodie-sink archive` as a separate job",
+    ),
+    "hoodie.clean.trigger.strategy": (
+        ("num_commits",),
+        "cleaning is triggered by the number of commits (hoodie.clean.max.commits)",
+    ),
+    "hoodie.cleaner.policy.failed.writes": (
+        ("eager",),
+        "failed writes are rolled back by the next write (EAGER)",
+    ),
+    "hoodie.archive.merge.enable": (("false",), "small archive files are not merged"),
+    "hoodie.archive.beyond.savepoint": (("false",), "archival stops at the first savepoint"),
+    "hoodie.cleaner.delete.bootstrap.base.file": (("false",), "bootstrap tables are not supported"),
 }
 
 # Hudi option groups that are refused whatever their value (prefix -> why, what to do).
@@ -283,14 +320,13 @@ _REFUSED_PREFIXES: tuple[tuple[str, str], ...] = (
         "writer at a time (hoodie.write.concurrency.mode=single_writer). Remove the hoodie.write.lock.* options",
     ),
     ("hoodie.write.concurrency.", "only hoodie.write.concurrency.mode=single_writer is supported"),
+    ("hoodie.cleaner.", "it is not a cleaner setting hoodie_sink implements (see README.md, Table services)"),
+    ("hoodie.clean.", "it is not a cleaner setting hoodie_sink implements (see README.md, Table services)"),
+    ("hoodie.keep.", "it is not an archival setting hoodie_sink implements (see README.md, Table services)"),
     (
-        "hoodie.cleaner.",
-        "cleaning is not implemented yet (old file versions are kept); remove the cleaner "
-        "settings or set hoodie.clean.automatic=false",
+        "hoodie.archive.",
+        "it is not an archival setting hoodie_sink implements (see README.md, Table services)",
     ),
-    ("hoodie.clean.", "cleaning is not implemented yet (old file versions are kept)"),
-    ("hoodie.keep.", "archival is not implemented yet (the timeline is kept whole)"),
-    ("hoodie.archive.", "archival is not implemented yet (the timeline is kept whole)"),
     (
         "hoodie.payload.",
         "payload settings are not supported; the ordering field is "
@@ -405,6 +441,18 @@ class WriteConfig:
     layout_strategy: str = "linear"
     clustering_preserve_metadata: bool = True
     clustering_updates_strategy: str = "reject"
+    clean_automatic: bool = True
+    cleaner_policy: str = "KEEP_LATEST_COMMITS"
+    cleaner_commits_retained: int = 10
+    cleaner_file_versions_retained: int = 3
+    cleaner_hours_retained: int = 24
+    clean_max_commits: int = 1
+    cleaner_incremental: bool = True
+    archive_automatic: bool = True
+    keep_min_commits: int = 20
+    keep_max_commits: int = 30
+    archival_batch: int = 10
+    fail_on_archiving: bool = False
     heartbeat_interval_ms: int = 60_000
     heartbeat_misses: int = 2
     index_type: str = "bloom"
@@ -495,11 +543,37 @@ class WriteConfig:
                     f"Option 'hoodie.clustering.plan.strategy.partition.regex.pattern'="
                     f"'{self.clustering_partition_regex}' is not a valid regular expression: {e}."
                 ) from None
+        self._validate_services()
         if self.table_name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.table_name):
             raise HoodieConfigError(
                 f"Option 'hoodie.table.name'='{self.table_name}' is not a valid name (letters, digits, '_')."
             )
         return self
+
+    def _validate_services(self) -> None:
+        # Java's HoodieWriteConfig.validate: archiving commits the cleaner still retains would let
+        # incremental pulls and time travel within the retained window miss instants
+        for key, value in (("hoodie.cleaner.commits.retained", self.cleaner_commits_retained),
+                           ("hoodie.cleaner.fileversions.retained", self.cleaner_file_versions_retained),
+                           ("hoodie.keep.min.commits", self.keep_min_commits),
+                           ("hoodie.commits.archival.batch", self.archival_batch),
+                           ("hoodie.clean.max.commits", self.clean_max_commits)):  # fmt: skip
+            if value < 1:
+                raise HoodieConfigError(f"Option '{key}' must be at least 1, got {value}.")
+        if self.keep_max_commits <= self.keep_min_commits:
+            raise HoodieConfigError(
+                f"Option 'hoodie.keep.max.commits'={self.keep_max_commits} must be greater than "
+                f"'hoodie.keep.min.commits'={self.keep_min_commits}."
+            )
+        if (
+            self.clean_automatic and self.archive_automatic and self.cleaner_policy == "KEEP_LATEST_COMMITS"
+            and self.keep_min_commits <= self.cleaner_commits_retained
+        ):  # fmt: skip
+            raise HoodieConfigError(
+                f"Option 'hoodie.keep.min.commits'={self.keep_min_commits} must be greater than "
+                f"'hoodie.cleaner.commits.retained'={self.cleaner_commits_retained}: archival would "
+                "remove instants the cleaner retains for time travel and incremental reads."
+            )
 
     def with_(self, **changes) -> WriteConfig:
         return replace(self, **changes)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
-from hoodie_sink.table.services import clustering
+from hoodie_sink.table.services.after_commit import run_after_commit
 from hoodie_sink.table.write import write_path
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext
 from hoodie_sink.table.write.coordinator import abort
@@ -31,9 +31,9 @@ DataLike: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterabl
 def complete(
     ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None = None, label: str = "write"
 ) -> CommitMetadata:
-    """Commit the write, then run the table services due inline (clustering)."""
+    """Commit the write, then run the table services due inline (clustering, cleaning, archival)."""
     metadata = write_path.complete(ctx, results, extra, label)
-    clustering.maybe_run_inline(ctx.config)
+    run_after_commit(ctx.config)
     return metadata
 
 

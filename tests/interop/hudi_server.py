@@ -131,6 +131,63 @@ def file_slices(path: str, partitions: list) -> dict:
     return out
 
 
+def archived_timeline(path: str) -> list:
+    """The archived timeline as Java loads it (HoodieArchivedTimeline, with details): one dict per
+    instant with its time, action, state and, for completed commits, the rows their stats name."""
+    meta = _meta_client(path)
+    tl = meta.getArchivedTimeline()
+    tl.loadCompletedInstantDetailsInMemory()  # the archived timeline loads details on demand
+    out = []
+    for inst in tl.getInstants().toArray():
+        item = {"timestamp": _instant_time(inst), "action": inst.getAction(), "state": inst.getState().name()}
+        if inst.getAction() in ("commit", "deltacommit", "replacecommit") and inst.isCompleted():
+            details = tl.getInstantDetails(inst)
+            if details.isPresent():
+                md = SPARK._jvm.org.apache.hudi.common.model.HoodieCommitMetadata.fromBytes(
+                    details.get(),
+                    SPARK._jvm.org.apache.hudi.common.model.HoodieCommitMetadata._java_lang_class,
+                )
+                item["records_written"] = int(md.fetchTotalRecordsWritten())
+        out.append(item)
+    return out
+
+
+def clean_details(path: str) -> list:
+    """Every completed clean of the active timeline, decoded by Java: its plan (CleanerUtils) and
+    its metadata (TimelineMetadataUtils)."""
+    jvm = SPARK._jvm
+    meta = _meta_client(path)
+    tl = meta.getActiveTimeline().getCleanerTimeline().filterCompletedInstants()
+    out = []
+    for inst in tl.getInstants().toArray():
+        md = jvm.org.apache.hudi.common.table.timeline.TimelineMetadataUtils.deserializeHoodieCleanMetadata(
+            tl.getInstantDetails(inst).get()
+        )
+        requested = jvm.org.apache.hudi.common.table.timeline.HoodieTimeline.getCleanRequestedInstant(
+            _instant_time(inst)
+        )
+        plan = jvm.org.apache.hudi.common.util.CleanerUtils.getCleanerPlan(meta, requested)
+        deleted = sorted(
+            str(f) for pm in md.getPartitionMetadata().values() for f in pm.getSuccessDeleteFiles().toArray()
+        )
+        planned = sorted(
+            str(i.getFilePath())
+            for files in plan.getFilePathsToBeDeletedPerPartition().values()
+            for i in files.toArray()
+        )
+        out.append(
+            {
+                "timestamp": _instant_time(inst),
+                "earliest_commit_to_retain": str(md.getEarliestCommitToRetain()),
+                "policy": str(plan.getPolicy()),
+                "total_deleted": int(md.getTotalFilesDeleted()),
+                "deleted": deleted,
+                "planned": planned,
+            }
+        )
+    return out
+
+
 def properties(path: str) -> dict:
     """hoodie.properties as Java's HoodieTableConfig loads it (checksum validated on load)."""
     cfg = _meta_client(path).getTableConfig()
@@ -145,7 +202,20 @@ def stop() -> None:
 
 OPS = {
     f.__name__: f
-    for f in (version, write, stream, read, sql, timeline, commits, file_slices, properties, stop)
+    for f in (
+        version,
+        write,
+        stream,
+        read,
+        sql,
+        timeline,
+        commits,
+        file_slices,
+        properties,
+        archived_timeline,
+        clean_details,
+        stop,
+    )
 }
 
 

@@ -14,7 +14,12 @@ import time
 
 import pytest
 
-from tests.support.tables import assert_table_matches, read_both
+from tests.support.tables import (
+    all_commit_extra_metadata,
+    assert_table_matches,
+    read_both,
+    streaming_batch_ids,
+)
 
 ROWS_PER_BATCH = 40
 KEYS = 300
@@ -49,10 +54,9 @@ def run_rate_stream(spark, path, ckpt, batches: int) -> float:
 def test_streaming_upsert_runs_its_micro_batches_and_equals_the_model(spark, tmp_path, batches):
     path = tmp_path / "t"
     took = run_rate_stream(spark, path, tmp_path / "ckpt", batches)
-    commit_files = sorted((path / ".hoodie").glob("*.commit"))
-    metas = [json.loads(f.read_text()) for f in commit_files]
-    checkpoints = [int(next(iter(json.loads(m["extraMetadata"]["_hudi_streaming_sink_checkpoint"]).values())))
-                   for m in metas]  # fmt: skip
+    # every commit, archived ones included (archival runs past 30 commits)
+    metas = [{"extraMetadata": extra} for _, extra in all_commit_extra_metadata(path)]
+    checkpoints = streaming_batch_ids(path)
     # one commit per micro-batch, in order, none lost or doubled, each with exactly its rows
     assert checkpoints == list(range(len(metas))) and len(metas) >= batches
     assert {json.loads(m["extraMetadata"]["hoodie.sink.write.report"])["rowsIn"] for m in metas} == {

@@ -154,3 +154,34 @@ def small_file_clustering(target_mb: int = 64) -> dict[str, str]:
         "hoodie.clustering.plan.strategy.small.file.limit": str(10 * 1024 * 1024),
         "hoodie.clustering.plan.strategy.target.file.max.bytes": str(target_mb * 1024 * 1024),
     }
+
+
+def all_commit_extra_metadata(path: str | Path) -> list[tuple[str, dict]]:
+    """(instant, extraMetadata) of every completed write instant, archived ones included, oldest
+    first: tests of long streams count their commits across archival."""
+    from hoodie_sink.table.format.timeline.instant import COMPLETED, WRITE_ACTIONS
+    from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
+    from hoodie_sink.table.services.archival import load_archived_timeline
+    from hoodie_sink.table.storage import Storage
+
+    storage = Storage(str(path))
+    out = [
+        (e.instant.timestamp, dict((e.details or {}).get("extraMetadata") or {}))
+        for e in load_archived_timeline(storage)
+        if e.instant.action in WRITE_ACTIONS and e.instant.state == COMPLETED
+    ]
+    active = ActiveTimeline.load(storage)
+    out += [(i.timestamp, active.commit_metadata(i).extra_metadata) for i in active.completed()]
+    return sorted(out, key=lambda x: x[0])
+
+
+def streaming_batch_ids(path: str | Path) -> list[int]:
+    """The streaming checkpoint (batch id) of every commit that carries one, oldest first."""
+    import json
+
+    out = []
+    for _, extra in all_commit_extra_metadata(path):
+        raw = extra.get("_hudi_streaming_sink_checkpoint")
+        if raw:
+            out.append(int(next(iter(json.loads(raw).values()))))
+    return out

@@ -70,6 +70,13 @@ ACCEPTED = {
     "hoodie.datasource.write.drop.partition.columns": "false",
     "hoodie.clean.automatic": "false",
     "hoodie.archive.automatic": "false",
+    "hoodie.cleaner.commits.retained": "5",
+    "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+    "hoodie.keep.max.commits": "40",
+    "hoodie.clean.async": "false",
+    "hoodie.cleaner.policy.failed.writes": "EAGER",
+    "hoodie.cleaner.parallelism": "200",
+    "hoodie.fail.on.timeline.archiving": "true",
     "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
 }
 
@@ -85,10 +92,12 @@ REFUSED = {
     "hoodie.datasource.write.drop.partition.columns": "true",
     "hoodie.table.version": "8",
     "hoodie.timeline.layout.version": "2",
-    "hoodie.clean.automatic": "true",
-    "hoodie.cleaner.commits.retained": "10",
-    "hoodie.keep.min.commits": "20",
-    "hoodie.archive.automatic": "true",
+    "hoodie.clean.async": "true",
+    "hoodie.archive.async": "true",
+    "hoodie.cleaner.policy.failed.writes": "LAZY",
+    "hoodie.clean.trigger.strategy": "NUM_AND_TIME",
+    "hoodie.archive.beyond.savepoint": "true",
+    "hoodie.cleaner.hoodie.unknown": "1",
     "hoodie.schema.on.read.enable": "true",
     "hoodie.payload.ordering.field": "ts",
     "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload",
@@ -108,6 +117,35 @@ def test_options_that_would_change_results_are_refused_by_name(tmp_path, key):
         WriteConfig.from_options({**OPTS, key: REFUSED[key]}, path=str(tmp_path / "t"))
     msg = str(e.value)
     assert key in msg and REFUSED[key] in msg and "not supported" in msg
+
+
+def test_cleaning_and_archival_settings_are_parsed_once_with_hudi_defaults(tmp_path):
+    cfg = WriteConfig.from_options(OPTS, path=str(tmp_path / "t"))
+    assert (cfg.clean_automatic, cfg.cleaner_policy, cfg.cleaner_commits_retained, cfg.clean_max_commits) == (
+        True, "KEEP_LATEST_COMMITS", 10, 1)  # fmt: skip
+    assert (cfg.archive_automatic, cfg.keep_min_commits, cfg.keep_max_commits, cfg.archival_batch) == (
+        True,
+        20,
+        30,
+        10,
+    )
+    cfg = WriteConfig.from_options({**OPTS, "hoodie.cleaner.policy": "keep_latest_by_hours",
+                                    "hoodie.cleaner.hours.retained": "2"}, path=str(tmp_path / "t"))  # fmt: skip
+    assert (cfg.cleaner_policy, cfg.cleaner_hours_retained) == ("KEEP_LATEST_BY_HOURS", 2)
+    with pytest.raises(HoodieConfigError, match="'hoodie.keep.max.commits'=20 must be greater"):
+        WriteConfig.from_options({**OPTS, "hoodie.keep.max.commits": "20"}, path=str(tmp_path / "t"))
+    with pytest.raises(
+        HoodieConfigError,
+        match="'hoodie.keep.min.commits'=5 must be greater than "
+        "'hoodie.cleaner.commits.retained'=10: archival would remove",
+    ):
+        WriteConfig.from_options({**OPTS, "hoodie.keep.min.commits": "5"}, path=str(tmp_path / "t"))
+    with pytest.raises(
+        HoodieConfigError, match="'hoodie.cleaner.policy' got 'KEEP_NOTHING'; accepted values"
+    ):
+        WriteConfig.from_options({**OPTS, "hoodie.cleaner.policy": "KEEP_NOTHING"}, path=str(tmp_path / "t"))
+    with pytest.raises(HoodieConfigError, match="'hoodie.cleaner.commits.retained' must be at least 1"):
+        WriteConfig.from_options({**OPTS, "hoodie.cleaner.commits.retained": "0"}, path=str(tmp_path / "t"))
 
 
 def test_payload_default_is_event_time_and_is_written_to_hoodie_properties(tmp_path):

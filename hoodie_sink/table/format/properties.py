@@ -257,6 +257,11 @@ class TableConfig:
             extra={k: v for k, v in props.items() if k not in known},
         )
 
+    @property
+    def archive_folder(self) -> str:
+        """Where archival writes, below .hoodie/ (hoodie.archivelog.folder; Java's default)."""
+        return self.extra.get(K_ARCHIVE_FOLDER) or "archived"
+
     def to_properties(self) -> dict[str, str]:
         props = dict(self.extra)
         props.update(
@@ -265,7 +270,7 @@ class TableConfig:
                 K_TYPE: self.table_type,
                 K_VERSION: str(self.version),
                 K_LAYOUT: "1",
-                K_ARCHIVE_FOLDER: "archived",
+                K_ARCHIVE_FOLDER: self.archive_folder,
                 K_TIMEZONE: self.timeline_zone,
                 K_DROP_PARTITION_COLUMNS: "false",
                 K_HIVE_STYLE: str(self.hive_style).lower(),

@@ -9,13 +9,13 @@ decoding only; `write/rollback.py` does the I/O.
 
 from __future__ import annotations
 
-import io
 import posixpath
 from dataclasses import dataclass
 from typing import Any
 
 import fastavro
 
+from hoodie_sink.table.format.avro_container import decode_record, encode_record
 from hoodie_sink.table.format.file_group import BaseFile, join_partition
 from hoodie_sink.table.format.timeline.instant import Instant
 
@@ -110,14 +110,14 @@ def encode_rollback_plan(plan: RollbackPlan, base_uri: str) -> bytes:
         "RollbackRequests": requests,
         "version": PLAN_VERSION,
     }
-    return _encode(_PLAN, record)
+    return encode_record(_PLAN, record)
 
 
 def decode_rollback_plan(data: bytes) -> RollbackPlan:
     """A plan ours or Java's wrote.  Files come back relative to the base path from their
     partition and name (Java records `file:/...`, HDFS or object-store URIs for the same file).
     A plan with log blocks to delete (a MOR log rollback) raises ValueError."""
-    record = _decode(data)
+    record = decode_record(data)
     info = record.get("instantToRollback")
     if not info:
         raise ValueError("the rollback plan names no instant to roll back")
@@ -163,11 +163,11 @@ def encode_rollback_metadata(
         "version": METADATA_VERSION,
         "instantsRollback": [_instant_info(plan.instant_to_rollback)],
     }
-    return _encode(_METADATA, record)
+    return encode_record(_METADATA, record)
 
 
 def decode_rollback_metadata(data: bytes) -> dict[str, Any]:
-    return _decode(data)
+    return decode_record(data)
 
 
 def _instant_info(instant: Instant) -> dict[str, str]:
@@ -176,16 +176,3 @@ def _instant_info(instant: Instant) -> dict[str, str]:
 
 def _full(base_uri: str, rel: str) -> str:
     return posixpath.join(base_uri.rstrip("/"), rel)  # Java records full paths
-
-
-def _encode(schema: Any, record: dict[str, Any]) -> bytes:
-    buf = io.BytesIO()
-    fastavro.writer(buf, schema, [record], codec="null")
-    return buf.getvalue()
-
-
-def _decode(data: bytes) -> dict[str, Any]:
-    records = list(fastavro.reader(io.BytesIO(data))) if data else []
-    if not records or not isinstance(records[0], dict):
-        raise ValueError("no Avro record in the file")
-    return records[0]

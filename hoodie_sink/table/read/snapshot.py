@@ -38,6 +38,7 @@ from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
+from hoodie_sink.table.read.retention import check_time_travel
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class Snapshot:
             )
         timeline = timeline if timeline is not None else Timeline.load(storage)
         if as_of:
+            check_time_travel(storage, timeline, as_of)
             # Time travel: the timeline as it was at `as_of` (a replacecommit or schema change
             # after it must not count, and neither must a commit still pending then).
             timeline = Timeline(tuple(i for i in timeline.instants if i.timestamp <= as_of))

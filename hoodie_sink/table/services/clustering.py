@@ -24,7 +24,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -44,7 +43,6 @@ from hoodie_sink.table.format.commit_metadata import SCHEMA_KEY, CommitMetadata,
 from hoodie_sink.table.format.file_group import file_id, new_file_id_prefix, write_token
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import (
-    SINK_AUX_DIR,
     Heartbeat,
     beat_is_alive,
     last_beat,
@@ -60,6 +58,7 @@ from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.services.clustering_strategy import plan_groups
 from hoodie_sink.table.services.row_order import sort_indices
+from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import (
     BaseFileWriter,
@@ -79,39 +78,11 @@ COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY = META_COLUMNS[0], META_COLUMNS[1], META_C
 # ---------------------------------------------------------------------------------- schedule
 
 
-SCHEDULE_LOCK = f"{SINK_AUX_DIR}/clustering.schedule.lock"
-STALE_LOCK_SECONDS = 60.0
-
-
-@contextmanager
-def _schedule_lock(storage: Storage, wait_seconds: float = 120.0):
-    """One scheduler at a time per table (an inline and an async runner, say): two plans made
-    from the same listing would both take the same small files, and both replacecommits would
-    then publish their rows.  A lock older than STALE_LOCK_SECONDS was left by a crash."""
-    deadline = time.monotonic() + wait_seconds
-    while not storage.create_if_absent(SCHEDULE_LOCK, repr(time.time()).encode("ascii")):
-        try:
-            since = float(storage.read_bytes(SCHEDULE_LOCK).decode("ascii"))
-        except (OSError, ValueError):
-            since = None
-        if since is not None and time.time() - since > STALE_LOCK_SECONDS:
-            storage.delete(SCHEDULE_LOCK)
-            continue
-        if time.monotonic() > deadline:
-            raise HoodieTableError(
-                f"Could not schedule a clustering on {storage.base_uri}: {storage.full(SCHEDULE_LOCK)} is held "
-                f"by another scheduler for over {wait_seconds:.0f} s."
-            )
-        time.sleep(0.05)
-    try:
-        yield
-    finally:
-        storage.delete(SCHEDULE_LOCK)
-
-
 def schedule(storage: Storage, cfg: WriteConfig) -> str | None:
     """Write a new plan as `<t>.replacecommit.requested`; None when there is nothing to cluster."""
-    with _schedule_lock(storage):
+    # one scheduler at a time (an inline and an async runner, say): two plans made from the same
+    # listing would both take the same small files, and both replacecommits would publish their rows
+    with service_lock(storage, "clustering.schedule", "schedule a clustering"):
         return _schedule_locked(storage, cfg)
 
 

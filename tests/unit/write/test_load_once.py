@@ -31,6 +31,10 @@ OPTS = {
     "hoodie.datasource.write.partitionpath.field": "p",
     "hoodie.datasource.write.precombine.field": "ts",
     "hoodie.datasource.write.operation": "upsert",
+    # the write path alone; what the table services after the commit read is measured in
+    # tests/unit/services/test_services_cost.py
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
 }
 _COMMIT_FILE = re.compile(r"^\.hoodie/\d+\.(commit|deltacommit|replacecommit)$")
 

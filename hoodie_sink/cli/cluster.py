@@ -1,34 +1,33 @@
-"""Command line: `hoodie-sink cluster --path P [--option k=v ...]` runs one clustering as a Spark
-job (local[*] unless --master says otherwise), safe next to a streaming writer of the table."""
+"""`hoodie-sink cluster --path P [--option k=v ...]`: one clustering as a Spark job (local[*]
+unless --master says otherwise), safe next to a streaming writer of the table."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from dataclasses import asdict
+from typing import Any
+
+from hoodie_sink.cli.render import add_output_flags, emit_one
+from hoodie_sink.cli.services import config_of
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="hoodie-sink", description=__doc__)
-    sub = ap.add_subparsers(dest="command", required=True)
+def add_commands(sub: Any) -> None:
     cl = sub.add_parser("cluster", help="schedule (or resume) and execute one clustering")
     cl.add_argument("--path", required=True, help="table base path (local path or URI)")
     cl.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                     help="clustering option, e.g. hoodie.clustering.plan.strategy.sort.columns=city")  # fmt: skip
     cl.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     cl.add_argument("--no-spark", action="store_true", help="run the groups in a local thread pool instead")
-    args = ap.parse_args(argv)
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            ap.error(f"--option takes KEY=VALUE, got {item!r}")
-        options[key.strip()] = value
-    if args.no_spark:
-        from hoodie_sink.table.services.clustering import run
+    add_output_flags(cl)
+    cl.set_defaults(run=run)
 
-        result = run(args.path, options)
+
+def run(args: argparse.Namespace) -> int:
+    options = dict(config_of_options(args))
+    if args.no_spark:
+        from hoodie_sink.table.services.clustering import run as run_here
+
+        result = run_here(args.path, options)
     else:
         from pyspark.sql import SparkSession
 
@@ -39,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
             result = run_clustering(spark, args.path, options)
         finally:
             spark.stop()
-    print(json.dumps(asdict(result) if result else {"result": "nothing to cluster"}))
+    emit_one(args, asdict(result) if result else {"result": "nothing to cluster"})
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def config_of_options(args: argparse.Namespace) -> dict[str, str]:
+    config_of(args)  # checks every KEY=VALUE and option name before any work starts
+    return {k.strip(): v for k, _, v in (item.partition("=") for item in args.option)}

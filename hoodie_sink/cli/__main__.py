@@ -1,0 +1,5 @@
+import sys
+
+from hoodie_sink.cli import main
+
+sys.exit(main())

@@ -1,0 +1,164 @@
+"""HoodieLogFormat version 1: the blocks of log files and archive files (services doc §1.3-1.8).
+
+A block on storage (all integers big-endian):
+    "#HUDI#" | int64 length | int32 format version (1) | int32 block type | header map |
+    int64 content length | content | footer map | int64 length of everything before this int64
+where `length` counts every byte after itself, the trailing int64 included, and a map is
+int32 count then (int32 key code, int32 byte length, UTF-8 value) per entry.  Java writes the
+footer as an empty map.  Pure bytes: archival and merge-on-read writes share it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+
+MAGIC = b"#HUDI#"
+FORMAT_VERSION = 1
+CONTENT_VERSION = 3  # Avro data and delete blocks (HoodieLogBlock version 3)
+
+# HoodieLogBlockType ordinals
+COMMAND_BLOCK, DELETE_BLOCK, CORRUPT_BLOCK, AVRO_DATA_BLOCK = 0, 1, 2, 3
+HFILE_DATA_BLOCK, PARQUET_DATA_BLOCK, CDC_DATA_BLOCK = 4, 5, 6
+# HoodieLogBlock.HeaderMetadataType ordinals
+INSTANT_TIME, TARGET_INSTANT_TIME, SCHEMA, COMMAND_BLOCK_TYPE, COMPACTED_BLOCK_TIMES = 0, 1, 2, 3, 4
+ROLLBACK_COMMAND = "0"  # HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK
+
+
+class CorruptLogBlock(ValueError):
+    """A block whose framing does not hold (length past the end, no magic after it)."""
+
+
+@dataclass(frozen=True)
+class LogBlock:
+    block_type: int
+    header: dict[int, str] = field(default_factory=dict)  # in the order written
+    content: bytes = b""
+    footer: dict[int, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ encoding
+
+
+def _map_bytes(entries: dict[int, str]) -> bytes:
+    out = [struct.pack(">i", len(entries))]
+    for code, value in entries.items():
+        raw = value.encode("utf-8")
+        out.append(struct.pack(">ii", code, len(raw)) + raw)
+    return b"".join(out)
+
+
+def encode_block(block: LogBlock) -> bytes:
+    body = b"".join((
+        struct.pack(">ii", FORMAT_VERSION, block.block_type),
+        _map_bytes(block.header),
+        struct.pack(">q", len(block.content)),
+        block.content,
+        _map_bytes(block.footer),
+    ))  # fmt: skip
+    length = len(body) + 8  # the trailing int64 counts too
+    return MAGIC + struct.pack(">q", length) + body + struct.pack(">q", length + len(MAGIC))
+
+
+def avro_data_content(schema: dict[str, Any], records: Iterable[dict[str, Any]]) -> bytes:
+    """Content of an AVRO_DATA block: version, record count, then each record's Avro binary
+    (written with `schema`, the block's SCHEMA header) prefixed by its length."""
+    parsed = fastavro.parse_schema(schema)
+    encoded = []
+    for record in records:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, record)
+        encoded.append(buf.getvalue())
+    parts = [struct.pack(">ii", CONTENT_VERSION, len(encoded))]
+    parts += [struct.pack(">i", len(e)) + e for e in encoded]
+    return b"".join(parts)
+
+
+def avro_data_block(
+    schema: dict[str, Any], records: Iterable[dict[str, Any]], instant: str | None
+) -> LogBlock:
+    """Header as Java's writers: INSTANT_TIME (absent in archive blocks) and SCHEMA."""
+    header = {INSTANT_TIME: instant} if instant is not None else {}
+    header[SCHEMA] = json.dumps(schema, separators=(",", ":"))
+    return LogBlock(AVRO_DATA_BLOCK, header, avro_data_content(schema, records))
+
+
+def rollback_command_block(instant: str, target_instant: str) -> LogBlock:
+    header = {
+        INSTANT_TIME: instant,
+        TARGET_INSTANT_TIME: target_instant,
+        COMMAND_BLOCK_TYPE: ROLLBACK_COMMAND,
+    }
+    return LogBlock(COMMAND_BLOCK, header)
+
+
+# ------------------------------------------------------------------------------------ decoding
+
+
+def _read_map(buf: memoryview, pos: int) -> tuple[dict[int, str], int]:
+    (count,) = struct.unpack_from(">i", buf, pos)
+    pos += 4
+    out = {}
+    for _ in range(count):
+        code, size = struct.unpack_from(">ii", buf, pos)
+        pos += 8
+        out[code] = bytes(buf[pos : pos + size]).decode("utf-8")
+        pos += size
+    return out, pos
+
+
+def read_blocks(data: bytes, name: str = "log file") -> Iterator[LogBlock]:
+    """Every block of a log file, in order; a block whose framing fails raises CorruptLogBlock
+    naming the file and offset (Java would skip to the next magic: we never read past damage
+    silently)."""
+    buf = memoryview(data)
+    pos = 0
+    while pos < len(buf):
+        if bytes(buf[pos : pos + 6]) != MAGIC:
+            raise CorruptLogBlock(f"{name}: no block magic at offset {pos}")
+        (length,) = struct.unpack_from(">q", buf, pos + 6)
+        end = pos + 14 + length
+        if length < 24 or end > len(buf) or (end < len(buf) and bytes(buf[end : end + 6]) != MAGIC):
+            raise CorruptLogBlock(
+                f"{name}: block at offset {pos} declares {length} bytes, which do not frame"
+            )
+        version, block_type = struct.unpack_from(">ii", buf, pos + 14)
+        if version != FORMAT_VERSION:
+            raise CorruptLogBlock(f"{name}: block at offset {pos} has log format version {version}, not 1")
+        header, p = _read_map(buf, pos + 22)
+        (content_len,) = struct.unpack_from(">q", buf, p)
+        content = bytes(buf[p + 8 : p + 8 + content_len])
+        footer, p = _read_map(buf, p + 8 + content_len)
+        (trailer,) = struct.unpack_from(">q", buf, end - 8)
+        if p != end - 8 or trailer != length + 6:
+            raise CorruptLogBlock(f"{name}: block at offset {pos} has inconsistent lengths")
+        yield LogBlock(block_type, header, content, footer)
+        pos = end
+
+
+def avro_records(block: LogBlock, reader_schema: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The records of an AVRO_DATA block, decoded with its SCHEMA header as writer schema."""
+    if block.block_type != AVRO_DATA_BLOCK:
+        raise ValueError(f"not an Avro data block (type {block.block_type})")
+    writer = fastavro.parse_schema(json.loads(block.header[SCHEMA]))
+    reader = fastavro.parse_schema(reader_schema) if reader_schema is not None else None
+    version, count = struct.unpack_from(">ii", block.content, 0)
+    if version != CONTENT_VERSION:
+        raise ValueError(f"Avro data block version {version}; only version {CONTENT_VERSION} is read")
+    pos, out = 8, []
+    for _ in range(count):
+        (size,) = struct.unpack_from(">i", block.content, pos)
+        record = fastavro.schemaless_reader(
+            io.BytesIO(block.content[pos + 4 : pos + 4 + size]), writer, reader
+        )
+        if not isinstance(record, dict):
+            raise ValueError("an Avro data block record is not a record")
+        out.append(record)
+        pos += 4 + size
+    return out

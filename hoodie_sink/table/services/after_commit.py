@@ -1,0 +1,77 @@
+"""The table services that run inline after a commit, in Apache Hudi's order: clustering (when
+due), cleaning, archival.
+
+They run in the process that committed, once the commit has landed, so a service that fails
+never undoes or hides the write: it is logged and retried after the next commit (each service
+resumes its own pending instant first).  `hoodie.fail.on.timeline.archiving=true` makes an
+archival failure fail the write call instead, as Java's default does (the commit still stands;
+a streaming query that replays the micro-batch finds it committed).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.timeline.instant import CLEAN
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.services import clustering
+from hoodie_sink.table.services.archival import ArchivalConfig, ArchivalResult, run_archival
+from hoodie_sink.table.services.cleaning import CleanConfig, CleanResult, run_clean
+from hoodie_sink.table.services.clustering import ClusteringResult
+from hoodie_sink.table.storage import Storage
+
+log = logging.getLogger(__name__)
+
+
+class TableServiceError(HoodieTableError):
+    """A table service failed after the write committed."""
+
+
+@dataclass(frozen=True)
+class ServicesReport:
+    clustering: ClusteringResult | None
+    clean: CleanResult | None
+    archival: ArchivalResult | None
+    seconds: float
+
+
+def run_after_commit(cfg: WriteConfig) -> ServicesReport:
+    started = time.monotonic()
+    clustered = clustering.maybe_run_inline(cfg)
+    cleaned = _guarded("cleaning", cfg, _clean) if cfg.clean_automatic else None
+    archived = _guarded("archival", cfg, _archive, cfg.fail_on_archiving) if cfg.archive_automatic else None
+    return ServicesReport(clustered, cleaned, archived, time.monotonic() - started)
+
+
+def _guarded(name: str, cfg: WriteConfig, service, fail: bool = False):
+    try:
+        return service(cfg)
+    except Exception as error:
+        if fail:
+            raise TableServiceError(
+                f"The write to {cfg.path} committed, but {name} after it failed: {error}"
+            ) from error
+        log.warning("hoodie: %s of %s failed after the commit (the commit stands; retried after the next "
+                    "commit): %s", name, cfg.path, error, exc_info=True)  # fmt: skip
+        return None
+
+
+def _clean(cfg: WriteConfig) -> CleanResult | None:
+    storage = Storage(cfg.path)
+    if cfg.clean_max_commits > 1 and _commits_since_last_clean(storage) < cfg.clean_max_commits:
+        return None
+    return run_clean(storage, CleanConfig.of(cfg))
+
+
+def _commits_since_last_clean(storage: Storage) -> int:
+    timeline = Timeline.load(storage)
+    last = timeline.latest_completed((CLEAN,))
+    return sum(1 for i in timeline.completed() if last is None or i.timestamp > last.timestamp)
+
+
+def _archive(cfg: WriteConfig) -> ArchivalResult:
+    return run_archival(Storage(cfg.path), ArchivalConfig.of(cfg))

@@ -1,0 +1,47 @@
+"""One runner at a time of a table service on one table: a lock file in the sink's aux folder.
+
+Two schedulers working from the same listing would plan the same files twice (clustering: both
+replacecommits would publish the same rows; cleaning and archival: two instants for one job).
+The lock holds its creation time: one older than STALE_LOCK_SECONDS was left by a crash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.heartbeat import SINK_AUX_DIR
+from hoodie_sink.table.storage import Storage
+
+STALE_LOCK_SECONDS = 60.0
+
+
+def lock_path(name: str) -> str:
+    return f"{SINK_AUX_DIR}/{name}.lock"
+
+
+@contextmanager
+def service_lock(storage: Storage, name: str, what: str, wait_seconds: float = 120.0) -> Iterator[None]:
+    """Hold `<aux>/<name>.lock` while the block runs; `what` names the job in the error."""
+    path = lock_path(name)
+    deadline = time.monotonic() + wait_seconds
+    while not storage.create_if_absent(path, repr(time.time()).encode("ascii")):
+        try:
+            since = float(storage.read_bytes(path).decode("ascii"))
+        except (OSError, ValueError):
+            since = None
+        if since is not None and time.time() - since > STALE_LOCK_SECONDS:
+            storage.delete(path)
+            continue
+        if time.monotonic() > deadline:
+            raise HoodieTableError(
+                f"Could not {what} on {storage.base_uri}: {storage.full(path)} is held by another "
+                f"runner for over {wait_seconds:.0f} s."
+            )
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        storage.delete(path)

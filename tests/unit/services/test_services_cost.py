@@ -1,0 +1,40 @@
+"""Issue 11: a write's cost, table services included, does not grow with the number of commits
+the table has ever had.  With cleaning and archival on (their defaults), the storage calls of a
+whole archival cycle of writes (11 commits: the active timeline goes from 20 to 31 commits and
+back) are the same after 60 commits as after 126."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+import hoodie_sink
+from tests.unit.write.test_load_once import storage_calls
+
+OPTS = {
+    "hoodie.table.name": "t",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "p",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
+CYCLE = 11
+
+
+def write(path: str, c: int) -> None:
+    rows = [{"id": (2 * c + k) % 40, "p": f"p{k % 2}", "ts": c} for k in range(4)]
+    hoodie_sink.write(pa.Table.from_pylist(rows), path, OPTS)
+
+
+def test_a_cycle_of_writes_asks_the_same_of_storage_after_60_and_126_commits(tmp_path, monkeypatch):
+    seen = {}
+    for history in (60, 126):
+        path = str(tmp_path / f"t{history}")
+        for c in range(history):
+            write(path, c)
+        with storage_calls(monkeypatch) as counts:
+            for c in range(history, history + CYCLE):
+                write(path, c)
+        seen[history] = dict(counts)
+    assert seen[60] == seen[126]
+    assert (
+        seen[60]["timeline listings"] <= CYCLE * 8
+    )  # write (3) + clean (2) + archival (1) + clustering check

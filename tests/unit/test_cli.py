@@ -76,3 +76,96 @@ def test_exit_codes_and_version(tmp_path):
     assert cli("timeline").returncode == 2  # usage
     assert cli("clean", str(tmp_path), "-o", "hoodie.cleaner.policy=KEEP_NOTHING").returncode == 3
     assert main(["timeline", str(tmp_path / "nothing")]) == 3
+
+
+def _table_for_checks(tmp_path) -> tuple:
+    path = tmp_path / "t"
+    opts = {**OPTS, "hoodie.datasource.write.operation": "upsert"}
+    for i in range(3):
+        hoodie_sink.write(trips(12, start=i * 4), str(path), opts)
+    return path, opts
+
+
+def test_files_file_groups_and_stats(tmp_path):
+    path, _ = _table_for_checks(tmp_path)
+    latest = json.loads(cli("files", str(path), "--json").stdout)
+    groups = json.loads(cli("file-groups", str(path), "--json").stdout)
+    stats = json.loads(cli("stats", str(path), "--json").stdout)
+    assert sum(f["rows"] for f in latest) == 20 == sum(s["rows"] for s in stats)  # keys 0..19
+    assert {(g["file_id"], g["instant"]) for g in groups if g["latest"]} == {
+        (f["file_id"], f["instant"]) for f in latest
+    }
+    assert len(groups) > len(latest)  # older slices of updated groups
+    assert all(s["small_files"] == s["file_groups"] for s in stats)
+    human = cli("stats", str(path)).stdout.splitlines()
+    assert human[0].split() == ["partition", "file_groups", "rows", "bytes", "small_files"]
+
+
+def test_validate_passes_on_a_sound_table_and_names_each_corruption(tmp_path):
+    import pyarrow.parquet as pq
+
+    from hoodie_sink.table.read.snapshot import Snapshot
+
+    path, _ = _table_for_checks(tmp_path)
+    ok = cli("validate", str(path))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "0 violation(s)" in ok.stdout
+    bases = Snapshot.open(str(path)).base_files()
+
+    # a duplicate key: a second committed base file with the same keys in the same partition
+    victim = path / bases[0].path
+    twin = victim.with_name(victim.name.replace(bases[0].file_id, "dupdupdu-0000-0000-0000-000000000000-0"))
+    twin.write_bytes(victim.read_bytes())
+    found = json.loads(cli("validate", str(path), "--json").stdout)
+    assert {v["check"] for v in found} == {"duplicate-key"} and str(twin.name) in found[0]["detail"]
+    twin.unlink()
+
+    # a bloom filter that misses keys: the footer of another partition's file
+    other = path / bases[-1].path
+    table = pq.read_table(victim)
+    meta = dict(table.schema.metadata)
+    other_meta = pq.read_schema(other).metadata
+    meta.update({k: v for k, v in other_meta.items() if b"bloom" in k})
+    pq.write_table(table.replace_schema_metadata(meta), victim)
+    done = cli("validate", str(path), "--json")
+    assert done.returncode == 1
+    assert any(v["check"] == "bloom-footer" and victim.name in v["subject"] for v in json.loads(done.stdout))
+
+    # a deleted base file, and an orphan file older than the timeline (every reader would see it)
+    victim.unlink()
+    orphan = other.with_name(f"{bases[-1].file_id}_0-1-1_20200101000000000.parquet")
+    orphan.write_bytes(other.read_bytes())
+    found = json.loads(cli("validate", str(path), "--json").stdout)
+    checks = {(v["check"], v["subject"].rsplit("/", 1)[1]) for v in found}
+    assert ("missing-file", victim.name) in checks and ("orphan-file", orphan.name) in checks
+
+
+def test_rollback_of_a_pending_write_and_refusals(tmp_path):
+    from hoodie_sink.config import WriteConfig
+    from hoodie_sink.table import client
+    from hoodie_sink.table.format.heartbeat import stop_heartbeat
+    from hoodie_sink.table.storage import Storage
+    from hoodie_sink.table.write.context import TaskIdentity
+
+    path, opts = _table_for_checks(tmp_path)
+    ctx = client.begin(WriteConfig.from_options(opts, path=str(path)), trips(3).schema)
+    client.write_task(ctx, TaskIdentity(only_task=True), trips(3, start=100).to_batches())
+    refused = cli("rollback", str(path), ctx.instant)
+    assert refused.returncode == 3 and "live heartbeat" in refused.stderr
+    stop_heartbeat(Storage(str(path)), ctx.instant)  # its writer died and its heartbeat expired
+    done = json.loads(cli("rollback", str(path), ctx.instant, "--json").stdout)
+    assert done["rolled_back"] == ctx.instant and done["files_deleted"] > 0
+    commits = json.loads(cli("commits", str(path), "--json").stdout)
+    assert cli("rollback", str(path), commits[-1]["instant"]).returncode == 3  # completed: not yet
+    assert cli("validate", str(path)).returncode == 0
+
+
+def test_commands_on_a_table_apache_hudi_wrote(tmp_path):
+    from tests.support.tables import unzip_fixture
+
+    path = unzip_fixture("cow_v6_simplekeygen_nonhivestyle", tmp_path)
+    assert json.loads(cli("commits", str(path), "--json").stdout)
+    assert json.loads(cli("timeline", str(path), "--json").stdout)
+    assert json.loads(cli("files", str(path), "--json").stdout)
+    done = cli("validate", str(path))
+    assert done.returncode == 0, done.stdout

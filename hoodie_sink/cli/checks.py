@@ -45,8 +45,8 @@ def run_rollback(args: argparse.Namespace) -> int:
         raise HoodieTableError(f"no instant {args.instant} on the active timeline of {args.path}")
     if any(s.is_completed for s in states):
         raise HoodieTableError(
-            f"{states[0].action} {args.instant} is completed; rolling back a completed commit (restore) is not "
-            "supported yet: only pending instants"
+            f"{states[0].action} {args.instant} is completed: only pending instants are rolled back here. Help: "
+            "to undo completed commits, restore a savepoint (hoodie-sink savepoint / restore)"
         )
     cfg = WriteConfig(path=args.path)
     if is_alive(storage, args.instant, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):

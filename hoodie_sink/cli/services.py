@@ -1,4 +1,4 @@
-"""`clean` and `archive`: the table services as jobs of their own (they take the table's service
+"""`clean`, `archive`, `savepoint` and `restore`: the table services as jobs of their own (they take the table's service
 lock, so they can run next to a streaming writer)."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from hoodie_sink.cli.render import add_output_flags, emit_one
+from hoodie_sink.cli.render import add_output_flags, emit, emit_one
 from hoodie_sink.cli.timeline import open_table
 from hoodie_sink.config import WriteConfig
+from hoodie_sink.table.services import savepoint
 from hoodie_sink.table.services.archival import ArchivalConfig, run_archival
 from hoodie_sink.table.services.cleaning import CleanConfig, run_clean
 
@@ -23,6 +24,44 @@ def add_commands(sub: Any) -> None:
     p.add_argument("path", help="table base path or URI")
     _options(p)
     p.set_defaults(run=run_archive_command)
+    add_savepoint_commands(sub)
+
+
+def add_savepoint_commands(sub: Any) -> None:
+    p = sub.add_parser(
+        "savepoint", help="pin the table as of a commit (default: the latest); --list, --delete"
+    )
+    p.add_argument("path", help="table base path or URI")
+    p.add_argument("--instant", help="the completed commit to savepoint (default: the latest)")
+    p.add_argument("--user", help="recorded as savepointedBy (default: the login name)")
+    p.add_argument("--comments", default="", help="recorded with the savepoint")
+    p.add_argument("--list", action="store_true", help="list the savepoints instead")
+    p.add_argument("--delete", metavar="INSTANT", help="delete this savepoint instead")
+    add_output_flags(p)
+    p.set_defaults(run=run_savepoint_command)
+    p = sub.add_parser("restore", help="roll the table back to a savepoint (stop its writers first)")
+    p.add_argument("path", help="table base path or URI")
+    p.add_argument("savepoint", help="the savepoint's instant")
+    add_output_flags(p)
+    p.set_defaults(run=run_restore_command)
+
+
+def run_savepoint_command(args: argparse.Namespace) -> int:
+    storage = open_table(args.path)
+    if args.list:
+        emit(args, [asdict(s) for s in savepoint.list_savepoints(storage)])
+    elif args.delete:
+        savepoint.delete_savepoint(storage, args.delete)
+        emit_one(args, {"deleted": args.delete})
+    else:
+        emit_one(args, asdict(savepoint.create_savepoint(storage, args.instant, args.user, args.comments)))
+    return 0
+
+
+def run_restore_command(args: argparse.Namespace) -> int:
+    undone = savepoint.restore(open_table(args.path), args.savepoint)
+    emit_one(args, {"restored_to": args.savepoint, "rolled_back": undone})
+    return 0
 
 
 def _options(p: Any) -> None:

@@ -188,6 +188,40 @@ def clean_details(path: str) -> list:
     return out
 
 
+def savepoints(path: str) -> list:
+    """The completed savepoints as Java lists and decodes them (TimelineMetadataUtils)."""
+    jvm = SPARK._jvm
+    tl = _meta_client(path).getActiveTimeline().getSavePointTimeline().filterCompletedInstants()
+    out = []
+    for inst in tl.getInstants().toArray():
+        md = jvm.org.apache.hudi.common.table.timeline.TimelineMetadataUtils.deserializeHoodieSavepointMetadata(
+            tl.getInstantDetails(inst).get()
+        )
+        files = {str(p): sorted(str(f) for f in pm.getSavepointDataFile().toArray())
+                 for p, pm in md.getPartitionMetadata().items()}  # fmt: skip
+        out.append({"timestamp": _instant_time(inst), "by": str(md.getSavepointedBy()),
+                    "comments": str(md.getComments()), "files": files})  # fmt: skip
+    return out
+
+
+def restores(path: str) -> list:
+    """The completed restores as Java decodes them: the instants each rolled back."""
+    jvm = SPARK._jvm
+    tl = _meta_client(path).getActiveTimeline().getRestoreTimeline().filterCompletedInstants()
+    out = []
+    for inst in tl.getInstants().toArray():
+        md = jvm.org.apache.hudi.common.table.timeline.TimelineMetadataUtils.deserializeHoodieRestoreMetadata(
+            tl.getInstantDetails(inst).get()
+        )
+        out.append(
+            {
+                "timestamp": _instant_time(inst),
+                "rolled_back": [str(t) for t in md.getInstantsToRollback().toArray()],
+            }
+        )
+    return out
+
+
 def properties(path: str) -> dict:
     """hoodie.properties as Java's HoodieTableConfig loads it (checksum validated on load)."""
     cfg = _meta_client(path).getTableConfig()
@@ -214,6 +248,8 @@ OPS = {
         properties,
         archived_timeline,
         clean_details,
+        savepoints,
+        restores,
         stop,
     )
 }

@@ -156,7 +156,7 @@ def test_rollback_of_a_pending_write_and_refusals(tmp_path):
     done = json.loads(cli("rollback", str(path), ctx.instant, "--json").stdout)
     assert done["rolled_back"] == ctx.instant and done["files_deleted"] > 0
     commits = json.loads(cli("commits", str(path), "--json").stdout)
-    assert cli("rollback", str(path), commits[-1]["instant"]).returncode == 3  # completed: not yet
+    assert cli("rollback", str(path), commits[-1]["instant"]).returncode == 3  # completed: restore is the way
     assert cli("validate", str(path)).returncode == 0
 
 
@@ -169,3 +169,16 @@ def test_commands_on_a_table_apache_hudi_wrote(tmp_path):
     assert json.loads(cli("files", str(path), "--json").stdout)
     done = cli("validate", str(path))
     assert done.returncode == 0, done.stdout
+
+
+def test_savepoint_and_restore_through_the_entry_point(tmp_path):
+    path, opts = _table_for_checks(tmp_path)
+    made = json.loads(cli("savepoint", str(path), "--comments", "before", "--json").stdout)
+    listed = json.loads(cli("savepoint", str(path), "--list", "--json").stdout)
+    assert [s["instant"] for s in listed] == [made["instant"]] and listed[0]["comments"] == "before"
+    hoodie_sink.write(trips(5, start=50), str(path), opts)
+    done = json.loads(cli("restore", str(path), made["instant"], "--json").stdout)
+    assert len(done["rolled_back"]) == 1
+    assert_table_matches(path, trips(12, start=8).to_pylist() + trips(8, start=0).to_pylist()[:8])
+    assert cli("savepoint", str(path), "--delete", made["instant"]).returncode == 0
+    assert cli("restore", str(path), made["instant"]).returncode == 3  # no such savepoint now

@@ -23,7 +23,6 @@ previous clean's ECTR, so a clean after every micro-batch costs the same however
 from __future__ import annotations
 
 import logging
-import posixpath
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,7 +43,7 @@ from hoodie_sink.table.format.clean_metadata import (
     encode_cleaner_plan,
 )
 from hoodie_sink.table.format.clustering_plan import file_groups_under_clustering
-from hoodie_sink.table.format.file_group import FileGroup, FileSlice, join_partition
+from hoodie_sink.table.format.file_group import FileGroup, FileSlice
 from hoodie_sink.table.format.fs_view import Listing, list_table_files
 from hoodie_sink.table.format.timeline.instant import (
     CLEAN,
@@ -62,11 +61,11 @@ from hoodie_sink.table.format.timeline.timeline import (
     TimelineStore,
     commit_metadata,
 )
+from hoodie_sink.table.services.savepoint import savepointed_files
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
-SAVEPOINT = "savepoint"
 GroupKey = tuple[str, str]  # (partition path, file id)
 
 
@@ -265,7 +264,7 @@ def _plan(storage: Storage, timeline: ActiveTimeline, cfg: CleanConfig) -> tuple
         storage, timeline
     )
     files = plan_clean(groups, replaced, cfg, ectr.timestamp if ectr else None,
-                       _savepointed_files(storage, timeline), untouchable)  # fmt: skip
+                       savepointed_files(storage, timeline), untouchable)  # fmt: skip
     listed = len(partitions) if partitions is not None else len(listing.partitions)
     if not files:
         return None, listed
@@ -310,19 +309,6 @@ def _partitions_to_scan(
             out.update(md.partition_to_write_stats())
             out.update(md.partition_to_replace_file_ids or {})
     return out
-
-
-def _savepointed_files(storage: Storage, timeline: Timeline) -> frozenset[str]:
-    """Every file a completed savepoint names (HoodieSavepointMetadata: file names per partition)."""
-    out: set[str] = set()
-    store = TimelineStore(storage)
-    for sp in timeline.completed((SAVEPOINT,)):
-        record = decode_record(storage.read_bytes(store.path(sp)))
-        for part, meta in (record.get("partitionMetadata") or {}).items():
-            out.update(
-                join_partition(part, posixpath.basename(n)) for n in meta.get("savepointDataFile") or []
-            )
-    return frozenset(out)
 
 
 def _under_compaction(storage: Storage, timeline: Timeline) -> frozenset[GroupKey]:

@@ -214,6 +214,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.fail.on.timeline.archiving", "fail_on_archiving", _bool,
            doc="true: an archival that fails after the commit fails the write (its commit stands). "
                "Default false: logged, retried after the next commit."),
+    Option("hoodie.sink.metrics.file", "metrics_file", _str,
+           doc="Append one JSON line of per-phase write metrics per commit to this local file (on an "
+               "object store: a folder, one <instant>.json per commit). Default: off (the log line only)."),
     Option("hoodie.client.heartbeat.interval_in_ms", "heartbeat_interval_ms", _int),
     Option("hoodie.client.heartbeat.tolerable.misses", "heartbeat_misses", _int),
     Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket")),
@@ -453,6 +456,7 @@ class WriteConfig:
     keep_max_commits: int = 30
     archival_batch: int = 10
     fail_on_archiving: bool = False
+    metrics_file: str | None = None
     heartbeat_interval_ms: int = 60_000
     heartbeat_misses: int = 2
     index_type: str = "bloom"

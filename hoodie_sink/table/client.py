@@ -9,6 +9,9 @@ needs the other.
 
 from __future__ import annotations
 
+import json
+import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
@@ -17,24 +20,61 @@ import pyarrow as pa
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
-from hoodie_sink.table.services.after_commit import run_after_commit
+from hoodie_sink.table.metrics import WriteMetrics, append_metrics_line, sum_task_phases
+from hoodie_sink.table.services.after_commit import ServicesReport, run_after_commit
 from hoodie_sink.table.write import write_path
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext
 from hoodie_sink.table.write.coordinator import abort
-from hoodie_sink.table.write.write_path import begin, write_task
+from hoodie_sink.table.write.write_path import REPORT_KEY, begin, write_task
 
 __all__ = ["abort", "begin", "complete", "write", "write_task"]
 
+log = logging.getLogger("hoodie_sink.table.write.write_path")  # the report logger (datasource/report_log.py)
 DataLike: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
 
 
 def complete(
     ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None = None, label: str = "write"
 ) -> CommitMetadata:
-    """Commit the write, then run the table services due inline (clustering, cleaning, archival)."""
+    """Commit the write, then run the table services due inline (clustering, cleaning, archival);
+    logs (and with hoodie.sink.metrics.file, appends) the write's per-phase metrics."""
+    started = time.monotonic()
     metadata = write_path.complete(ctx, results, extra, label)
-    run_after_commit(ctx.config)
+    commit_ms = int((time.monotonic() - started) * 1000)
+    services = run_after_commit(ctx.config)
+    metrics = write_metrics(ctx, results, metadata, commit_ms, services)
+    log.info("%s", metrics.summary())
+    if ctx.config.metrics_file:
+        try:
+            append_metrics_line(ctx.config.metrics_file, metrics)
+        except OSError as e:  # the commit stands: a metrics sink must never fail a write
+            log.warning("hoodie: could not append metrics to %s: %s", ctx.config.metrics_file, e)
     return metadata
+
+
+def write_metrics(
+    ctx: WriteContext, results: list[TaskResult], md: CommitMetadata, commit_ms: int, services: ServicesReport
+) -> WriteMetrics:
+    tasks, slowest = sum_task_phases([r.phase_ms for r in results])
+    report = json.loads(md.extra_metadata.get(REPORT_KEY, "{}"))
+    merge_ms = int((report.get("phasesMs") or {}).get("merge", 0))
+    t = md.totals()
+    return WriteMetrics(
+        instant=ctx.instant,
+        action=ctx.action,
+        operation=md.operation_type,
+        tasks=len(results),
+        rows_in=sum(r.num_records for r in results),
+        inserts=t["numInserts"],
+        updates=t["numUpdateWrites"],
+        deletes=t["numDeletes"],
+        bytes_written=t["totalWriteBytes"],
+        files_added=sum(1 for s in md.write_stats if s.prev_commit in ("null", "")),
+        files_updated=sum(1 for s in md.write_stats if s.prev_commit not in ("null", "")),
+        phases_ms={**tasks, "merge": merge_ms, "commit": max(0, commit_ms - merge_ms), **services.phases_ms},
+        slowest_task_ms=slowest,
+        total_ms=int((time.time() - ctx.started_at) * 1000),
+    )
 
 
 def _batches(data: DataLike) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:

@@ -11,13 +11,13 @@ a streaming query that replays the micro-batch finds it committed).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.timeline.instant import CLEAN
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.metrics import PhaseClock
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.services.archival import ArchivalConfig, ArchivalResult, run_archival
 from hoodie_sink.table.services.cleaning import CleanConfig, CleanResult, run_clean
@@ -36,15 +36,20 @@ class ServicesReport:
     clustering: ClusteringResult | None
     clean: CleanResult | None
     archival: ArchivalResult | None
-    seconds: float
+    phases_ms: dict[str, int]  # clustering, clean, archive: what each took (metrics.py)
 
 
 def run_after_commit(cfg: WriteConfig) -> ServicesReport:
-    started = time.monotonic()
-    clustered = clustering.maybe_run_inline(cfg)
-    cleaned = _guarded("cleaning", cfg, _clean) if cfg.clean_automatic else None
-    archived = _guarded("archival", cfg, _archive, cfg.fail_on_archiving) if cfg.archive_automatic else None
-    return ServicesReport(clustered, cleaned, archived, time.monotonic() - started)
+    clock = PhaseClock()
+    with clock.phase("clustering"):
+        clustered = clustering.maybe_run_inline(cfg)
+    with clock.phase("clean"):
+        cleaned = _guarded("cleaning", cfg, _clean) if cfg.clean_automatic else None
+    with clock.phase("archive"):
+        archived = (
+            _guarded("archival", cfg, _archive, cfg.fail_on_archiving) if cfg.archive_automatic else None
+        )
+    return ServicesReport(clustered, cleaned, archived, clock.ms)
 
 
 def _guarded(name: str, cfg: WriteConfig, service, fail: bool = False):

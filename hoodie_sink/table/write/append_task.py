@@ -70,6 +70,7 @@ class AppendTask:
             self._flush(part)
         pa.default_memory_pool().release_unused()
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
+        self.result.phase_ms["write"] = self.result.duration_ms  # no index: the whole task writes
         return self.result
 
     def _add(self, batch: pa.RecordBatch) -> None:

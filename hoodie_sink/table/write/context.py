@@ -89,6 +89,7 @@ class TaskResult:
     write_stats: list[WriteStat] = field(default_factory=list)
     num_records: int = 0
     duration_ms: int = 0
+    phase_ms: dict[str, int] = field(default_factory=dict)  # tag, write (metrics.py)
 
 
 def keygen_for(ctx: WriteContext) -> KeyGenerator:

@@ -159,6 +159,8 @@ class UpsertTask:
         self._flush_all()
         pa.default_memory_pool().release_unused()  # idle workers need not keep the peak
         self.result.duration_ms = int((time.monotonic() - started) * 1000)
+        tag_ms = self.result.phase_ms.get("tag", 0)
+        self.result.phase_ms["write"] = max(0, self.result.duration_ms - tag_ms)
         return self.result
 
     def _changes(self, batch: pa.RecordBatch) -> pa.Table:
@@ -193,7 +195,10 @@ class UpsertTask:
             assignment = self.assigner.assign_for_bucket_index(self._reduce(changes))
         else:
             changes = self._reduce(changes)
+            tag_started = time.perf_counter()
             tags = self.index.tag(changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks())
+            tag_ms = int((time.perf_counter() - tag_started) * 1000)
+            self.result.phase_ms["tag"] = self.result.phase_ms.get("tag", 0) + tag_ms
             # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
             compare = self.precombine and not self.cfg.commit_time_ordering
             stored_ordering = self._stored_ordering if compare else None

@@ -21,6 +21,7 @@ from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
 from hoodie_sink.table.format.list_elements import check_no_null_elements, has_lists
+from hoodie_sink.table.metrics import sum_task_phases
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.append_task import AppendTask
 from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask
@@ -118,6 +119,7 @@ def _merge_and_commit(
     ctx: WriteContext, results: list[TaskResult], extra: dict[str, str] | None
 ) -> CommitMetadata:
     extra = dict(extra or {})
+    merge_started = time.monotonic()
     if ctx.config.operation in ASSIGNED_OPERATIONS:
         rec = merge_at_commit(ctx, results)
         stats = rec.stats
@@ -132,10 +134,13 @@ def _merge_and_commit(
         stats = [s for r in results for s in r.write_stats]
     # rows the tasks received (inserted/updated/deleted/files/bytes are in the write stats) and
     # the time from begin to the commit point
+    tasks, _ = sum_task_phases([r.phase_ms for r in results])
     extra[REPORT_KEY] = json.dumps(
         {
             "rowsIn": sum(r.num_records for r in results),
             "durationMs": int((time.time() - ctx.started_at) * 1000),
+            # task sums (tag, write) and the commit-time merge; metrics.py has the full account
+            "phasesMs": {**tasks, "merge": int((time.monotonic() - merge_started) * 1000)},
         }
     )
     return coordinator.complete(ctx, stats, extra)

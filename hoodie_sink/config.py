@@ -196,6 +196,8 @@ OPTIONS: tuple[Option, ...] = (
     # -- cleaning and archival (table services after each commit, as in Hudi: on by default) --
     Option("hoodie.clean.automatic", "clean_automatic", _bool,
            doc="Clean old file slices after every `hoodie.clean.max.commits` commits (default true)."),
+    Option("hoodie.clean.async", "clean_async", _bool,
+           doc="Clean in a background thread of the committing process while the next write runs."),
     Option("hoodie.cleaner.policy", "cleaner_policy",
            _choice("keep_latest_commits", "keep_latest_file_versions", "keep_latest_by_hours", upper=True)),
     Option("hoodie.cleaner.commits.retained", "cleaner_commits_retained", _int,
@@ -208,6 +210,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.cleaner.incremental.mode", "cleaner_incremental", _bool),
     Option("hoodie.archive.automatic", "archive_automatic", _bool,
            doc="Archive the active timeline past hoodie.keep.max.commits commits (default true)."),
+    Option("hoodie.archive.async", "archive_async", _bool,
+           doc="Archive in a background thread of the committing process while the next write runs."),
     Option("hoodie.keep.min.commits", "keep_min_commits", _int),
     Option("hoodie.keep.max.commits", "keep_max_commits", _int),
     Option("hoodie.commits.archival.batch", "archival_batch", _int),
@@ -290,18 +294,6 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
     # a table-creation setting, as in Java: an existing table's own zone is followed (LOCAL or UTC)
     "hoodie.table.timeline.timezone": (("utc",), "tables hoodie_sink creates stamp instant times in UTC"),
     "hoodie.schema.on.read.enable": (("false",), "schema evolution on read is not supported"),
-    # Table services run inline, in the process that committed, right after the commit; a separate
-    # job (`hoodie-sink clean` / `archive`) is the asynchronous form.
-    "hoodie.clean.async": (
-        ("false",),
-        "cleaning runs inline after the commit; for asynchronous "
-        "cleaning run `hoodie-sink clean` as a separate job",
-    ),
-    "hoodie.archive.async": (
-        ("false",),
-        "archival runs inline after the commit; for asynchronous "
-        "archival run `hoodie-sink archive` as a separate job",
-    ),
     "hoodie.clean.trigger.strategy": (
         ("num_commits",),
         "cleaning is triggered by the number of commits (hoodie.clean.max.commits)",
@@ -445,6 +437,7 @@ class WriteConfig:
     clustering_preserve_metadata: bool = True
     clustering_updates_strategy: str = "reject"
     clean_automatic: bool = True
+    clean_async: bool = False
     cleaner_policy: str = "KEEP_LATEST_COMMITS"
     cleaner_commits_retained: int = 10
     cleaner_file_versions_retained: int = 3
@@ -452,6 +445,7 @@ class WriteConfig:
     clean_max_commits: int = 1
     cleaner_incremental: bool = True
     archive_automatic: bool = True
+    archive_async: bool = False
     keep_min_commits: int = 20
     keep_max_commits: int = 30
     archival_batch: int = 10

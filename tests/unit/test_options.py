@@ -92,8 +92,6 @@ REFUSED = {
     "hoodie.datasource.write.drop.partition.columns": "true",
     "hoodie.table.version": "8",
     "hoodie.timeline.layout.version": "2",
-    "hoodie.clean.async": "true",
-    "hoodie.archive.async": "true",
     "hoodie.cleaner.policy.failed.writes": "LAZY",
     "hoodie.clean.trigger.strategy": "NUM_AND_TIME",
     "hoodie.archive.beyond.savepoint": "true",

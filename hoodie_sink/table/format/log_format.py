@@ -89,6 +89,62 @@ def avro_data_block(
     return LogBlock(AVRO_DATA_BLOCK, header, avro_data_content(schema, records))
 
 
+# HoodieDeleteRecordList (services doc §1.7): the ordering value is a union of wrapper records whose
+# branch index is on the wire, so the order below is Java's and must not change.
+_WRAPPERS = (
+    ("BooleanWrapper", "boolean"), ("IntWrapper", "int"), ("LongWrapper", "long"), ("FloatWrapper", "float"),
+    ("DoubleWrapper", "double"), ("BytesWrapper", "bytes"), ("StringWrapper", "string"), ("DateWrapper", "int"),
+    ("DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    ("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}), ("TimestampMicrosWrapper", "long"),
+)  # fmt: skip
+_NS = "org.apache.hudi.avro.model"
+DELETE_RECORD_LIST_SCHEMA = {
+    "type": "record", "name": "HoodieDeleteRecordList", "namespace": _NS,
+    "fields": [{"name": "deleteRecordList", "type": {"type": "array", "items": {
+        "type": "record", "name": "HoodieDeleteRecord", "namespace": _NS,
+        "fields": [
+            {"name": "recordKey", "type": ["null", "string"], "default": None},
+            {"name": "partitionPath", "type": ["null", "string"], "default": None},
+            {"name": "orderingVal", "default": None, "type": ["null"] + [
+                {"type": "record", "name": n, "namespace": _NS, "fields": [{"name": "value", "type": t}]}
+                for n, t in _WRAPPERS]},
+        ]}}}],
+}  # fmt: skip
+_DELETES = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
+
+
+def delete_block(
+    keys: Iterable[tuple[str, str, tuple[str, Any] | None]], instant: str, schema: dict[str, Any]
+) -> LogBlock:
+    """A DELETE block (version 3): (record key, partition path, ordering value) per deleted record,
+    the ordering value as (wrapper name, value), e.g. ("IntWrapper", 0), or None; header
+    INSTANT_TIME and SCHEMA (the table's writer schema) as Java writes it next to a data block."""
+    records = [
+        {"recordKey": k, "partitionPath": p,
+         "orderingVal": None if o is None else (f"{_NS}.{o[0]}", {"value": o[1]})}
+        for k, p, o in keys
+    ]  # fmt: skip
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _DELETES, {"deleteRecordList": records})
+    datum = buf.getvalue()
+    content = struct.pack(">ii", CONTENT_VERSION, len(datum)) + datum
+    header = {INSTANT_TIME: instant, SCHEMA: json.dumps(schema, separators=(",", ":"))}
+    return LogBlock(DELETE_BLOCK, header, content)
+
+
+def deleted_keys(block: LogBlock) -> list[dict[str, Any]]:
+    """The records of a DELETE block (version 3): recordKey, partitionPath, orderingVal."""
+    if block.block_type != DELETE_BLOCK:
+        raise ValueError(f"not a delete block (type {block.block_type})")
+    version, size = struct.unpack_from(">ii", block.content, 0)
+    if version != CONTENT_VERSION:
+        raise ValueError(f"delete block version {version}; only version {CONTENT_VERSION} is read")
+    datum = fastavro.schemaless_reader(io.BytesIO(block.content[8 : 8 + size]), _DELETES, None)
+    if not isinstance(datum, dict):
+        raise ValueError("a delete block holds no HoodieDeleteRecordList")
+    return list(datum["deleteRecordList"])
+
+
 def rollback_command_block(instant: str, target_instant: str) -> LogBlock:
     header = {
         INSTANT_TIME: instant,

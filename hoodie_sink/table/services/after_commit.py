@@ -3,7 +3,8 @@ due), cleaning, archival.
 
 They run in the process that committed, once the commit has landed, so a service that fails
 never undoes or hides the write: it is logged and retried after the next commit (each service
-resumes its own pending instant first).  `hoodie.fail.on.timeline.archiving=true` makes an
+resumes its own pending instant first); with `hoodie.clean.async` / `hoodie.archive.async` they
+run in a background thread instead.  `hoodie.fail.on.timeline.archiving=true` makes an
 archival failure fail the write call instead, as Java's default does (the commit still stands;
 a streaming query that replays the micro-batch finds it committed).
 """
@@ -11,6 +12,8 @@ a streaming query that replays the micro-batch finds it committed).
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hoodie_sink.config import WriteConfig
@@ -43,16 +46,53 @@ def run_after_commit(cfg: WriteConfig) -> ServicesReport:
     clock = PhaseClock()
     with clock.phase("clustering"):
         clustered = clustering.maybe_run_inline(cfg)
+    cleaned: CleanResult | None = None
+    archived: ArchivalResult | None = None
     with clock.phase("clean"):
-        cleaned = _guarded("cleaning", cfg, _clean) if cfg.clean_automatic else None
+        if cfg.clean_automatic and cfg.clean_async:
+            _in_background("cleaning", cfg, _clean)
+        elif cfg.clean_automatic:
+            cleaned = _guarded("cleaning", cfg, _clean)  # type: ignore[assignment]
     with clock.phase("archive"):
-        archived = (
-            _guarded("archival", cfg, _archive, cfg.fail_on_archiving) if cfg.archive_automatic else None
-        )
+        if cfg.archive_automatic and cfg.archive_async:
+            _in_background("archival", cfg, _archive)
+        elif cfg.archive_automatic:
+            archived = _guarded("archival", cfg, _archive, cfg.fail_on_archiving)  # type: ignore[assignment]
     return ServicesReport(clustered, cleaned, archived, clock.ms)
 
 
-def _guarded(name: str, cfg: WriteConfig, service, fail: bool = False):
+# hoodie.clean.async / hoodie.archive.async: the service runs in a daemon thread of the committing
+# process while the next write goes on (Java's async table services).  At most one per table and
+# service: a commit that finds the previous run still going leaves it be (the next commit tries
+# again).  A process that exits mid-run leaves a pending clean, finished by the next clean; an
+# archival run is atomic per archive file.  Their errors are logged (the write has returned).
+_BACKGROUND: dict[tuple[str, str], threading.Thread] = {}
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _in_background(name: str, cfg: WriteConfig, service: Callable[[WriteConfig], object]) -> None:
+    with _BACKGROUND_LOCK:
+        running = _BACKGROUND.get((cfg.path, name))
+        if running is not None and running.is_alive():
+            return
+        thread = threading.Thread(
+            target=_guarded, args=(name, cfg, service), name=f"hoodie-{name}", daemon=True
+        )
+        _BACKGROUND[(cfg.path, name)] = thread
+        thread.start()
+
+
+def wait_for_background_services(timeout_s: float = 60.0) -> None:
+    """Join the asynchronous services this process started (tests; jobs that exit right after)."""
+    with _BACKGROUND_LOCK:
+        threads = list(_BACKGROUND.values())
+    for thread in threads:
+        thread.join(timeout_s)
+
+
+def _guarded(
+    name: str, cfg: WriteConfig, service: Callable[[WriteConfig], object], fail: bool = False
+) -> object:
     try:
         return service(cfg)
     except Exception as error:

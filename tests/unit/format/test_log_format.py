@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 
@@ -14,6 +15,8 @@ from hoodie_sink.table.format.log_format import (
     LogBlock,
     avro_data_content,
     avro_records,
+    delete_block,
+    deleted_keys,
     encode_block,
     read_blocks,
     rollback_command_block,
@@ -49,3 +52,18 @@ def test_damaged_blocks_are_named_not_skipped():
         list(read_blocks(raw + b"garbage", "my.log"))  # what follows a block must be a block
     with pytest.raises(CorruptLogBlock, match="no block magic at offset 0"):
         list(read_blocks(b"garbage" + raw, "my.log"))
+
+
+def test_delete_block_encodes_the_wrapper_union_as_java():
+    """services doc §1.7: a SQL DELETE of 3 keys: array count 3 (zig-zag 06), recordKey branch 1
+    (02), a 36-byte key (48), ... and every ordering value IntWrapper(0) = branch 2, value 0 (04 00)."""
+    keys = [(f"{i:036d}", "city=sf", ("IntWrapper", 0)) for i in range(3)]
+    block = delete_block(keys, "20250101000000000", {"type": "record", "name": "r", "fields": []})
+    version, size = struct.unpack_from(">ii", block.content, 0)
+    datum = block.content[8:]
+    assert version == 3 and size == len(datum) and datum[:3] == bytes([0x06, 0x02, 0x48])
+    assert datum.count(bytes([0x04, 0x00])) >= 3 and datum.endswith(bytes([0x04, 0x00, 0x00]))
+    [back] = list(read_blocks(encode_block(block)))
+    got = deleted_keys(back)
+    assert [(r["recordKey"], r["partitionPath"]) for r in got] == [(k, p) for k, p, _ in keys]
+    assert got[0]["orderingVal"] == {"value": 0}

@@ -186,3 +186,19 @@ def test_a_clean_that_died_midway_is_finished_by_the_next(tmp_path, monkeypatch)
     plan = decode_cleaner_plan(storage.read_bytes(TimelineStore(storage).path(pending.with_state(REQUESTED))))
     assert plan.file_count == before - data_files(path)
     assert_table_matches(path, [{"id": i, "p": "p0", "ts": 7} for i in range(3)])
+
+
+def test_async_cleaning_and_archival_run_in_the_background(tmp_path):
+    from hoodie_sink.table.services.after_commit import wait_for_background_services
+
+    path = tmp_path / "t"
+    opts = {**OPTS, "hoodie.clean.async": "true", "hoodie.archive.async": "true"}
+    for r in range(12):
+        hoodie_sink.write(
+            pa.Table.from_pylist([{"id": i, "p": "p0", "ts": r} for i in range(3)]), str(path), opts
+        )
+        wait_for_background_services()  # a slow background run is skipped, not stacked: wait to count them
+    timeline = Timeline.load(Storage(str(path)))
+    assert timeline.completed((CLEAN,)) and len(timeline.completed()) <= 8
+    assert data_files(path) <= 3 + 2
+    assert_table_matches(path, [{"id": i, "p": "p0", "ts": 11} for i in range(3)])

@@ -14,6 +14,7 @@ import pytest
 import hoodie_sink
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clean_metadata import (
+    KEEP_LATEST_BY_HOURS,
     KEEP_LATEST_COMMITS,
     KEEP_LATEST_FILE_VERSIONS,
     CleanerPlan,
@@ -77,6 +78,21 @@ def test_the_ectr_never_passes_a_pending_write():
     cfg = CleanConfig(KEEP_LATEST_COMMITS, commits_retained=2)
     assert earliest_commit_to_retain(Timeline(tuple(instants[:8])), cfg).timestamp == T[6]
     assert earliest_commit_to_retain(timeline, cfg).timestamp == T[2]  # the last completed before it
+
+
+def test_keep_latest_by_hours_retains_from_the_first_commit_inside_the_window(tmp_path):
+    timeline = Timeline(tuple(Instant(t, COMMIT, COMPLETED) for t in T[:8]))
+    cfg = CleanConfig(KEEP_LATEST_BY_HOURS, hours_retained=1)
+    assert earliest_commit_to_retain(timeline, cfg, now_instant=T[5]).timestamp == T[5]
+    assert earliest_commit_to_retain(timeline, cfg, now_instant="20990101000000000") is None
+    # through the engine: every commit is within the last hour, so nothing is cleaned
+    path = tmp_path / "t"
+    opts = {**OPTS, "hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS", "hoodie.cleaner.hours.retained": "1"}
+    for r in range(6):
+        hoodie_sink.write(pa.Table.from_pylist([{"id": 1, "p": "p0", "ts": r}]), str(path), opts)
+    assert data_files(path) == 6 and not Timeline.load(Storage(str(path))).completed((CLEAN,))
+    # as Java: when no commit is inside the window there is no ECTR, and nothing is cleaned
+    assert run_clean(str(path), CleanConfig(KEEP_LATEST_BY_HOURS, hours_retained=0)).files_deleted == 0
 
 
 def test_plan_and_metadata_round_trip():

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from hoodie_sink.cli.render import add_output_flags, emit_one
-from hoodie_sink.cli.services import config_of
+from hoodie_sink.cli.services import config_of, options_of
 
 
 def add_commands(sub: Any) -> None:
@@ -23,7 +23,8 @@ def add_commands(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = dict(config_of_options(args))
+    config_of(args)  # checks every KEY=VALUE and option name before any work starts
+    options = options_of(args)
     if args.no_spark:
         from hoodie_sink.table.services.clustering import run as run_here
 
@@ -40,8 +41,3 @@ def run(args: argparse.Namespace) -> int:
             spark.stop()
     emit_one(args, asdict(result) if result else {"result": "nothing to cluster"})
     return 0
-
-
-def config_of_options(args: argparse.Namespace) -> dict[str, str]:
-    config_of(args)  # checks every KEY=VALUE and option name before any work starts
-    return {k.strip(): v for k, _, v in (item.partition("=") for item in args.option)}

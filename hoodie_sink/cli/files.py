@@ -10,8 +10,7 @@ import pyarrow.parquet as pq
 
 from hoodie_sink.cli.render import add_output_flags, emit
 from hoodie_sink.cli.timeline import open_table
-from hoodie_sink.table.format.fs_view import FileSystemView
-from hoodie_sink.table.format.timeline.instant import REPLACE_COMMIT
+from hoodie_sink.table.format.fs_view import FileSystemView, replacing_instants
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
 from hoodie_sink.table.services.cleaning import committed_file_groups
 from hoodie_sink.table.storage import Storage
@@ -66,10 +65,7 @@ def run_file_groups(args: argparse.Namespace) -> int:
     storage = open_table(args.path)
     timeline = ActiveTimeline.load(storage)
     view = FileSystemView.load(storage, timeline)
-    replaced: dict[tuple[str, str], str] = {}
-    for inst in timeline.completed((REPLACE_COMMIT,)):
-        for part, ids in (timeline.commit_metadata(inst).partition_to_replace_file_ids or {}).items():
-            replaced.update(((part, fid), inst.timestamp) for fid in ids)
+    replaced = replacing_instants(storage, timeline)
     rows = []
     for fg in committed_file_groups(view.listing, timeline):
         for n, sl in enumerate(fg.slices):

@@ -70,14 +70,19 @@ def _options(p: Any) -> None:
     add_output_flags(p)
 
 
-def config_of(args: argparse.Namespace) -> WriteConfig:
+def options_of(args: argparse.Namespace) -> dict[str, str]:
+    """The -o KEY=VALUE options of a command."""
     options = {}
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--option takes KEY=VALUE, got {item!r}")
         options[key.strip()] = value
-    return WriteConfig.from_options(options, path=args.path)
+    return options
+
+
+def config_of(args: argparse.Namespace) -> WriteConfig:
+    return WriteConfig.from_options(options_of(args), path=args.path)
 
 
 def run_clean_command(args: argparse.Namespace) -> int:

@@ -89,6 +89,17 @@ def _walk_data(storage: Storage) -> Iterator[tuple[str, int]]:
             yield from storage.walk_file_sizes(name)
 
 
+def replacing_instants(storage: Storage, timeline: Timeline) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> the completed replacecommit that replaced the file group."""
+    out: dict[tuple[str, str], str] = {}
+    for inst in timeline.completed((REPLACE_COMMIT,)):
+        for part, ids in (
+            commit_metadata(storage, timeline, inst).partition_to_replace_file_ids or {}
+        ).items():
+            out.update(((part, fid), inst.timestamp) for fid in ids)
+    return out
+
+
 class FileSystemView:
     def __init__(self, storage: Storage, timeline: Timeline, listing: Listing):
         self.storage = storage

@@ -38,7 +38,7 @@ from hoodie_sink.table.format.archived_timeline import (
     encode_archive_blocks,
 )
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
-from hoodie_sink.table.format.fs_view import list_table_files
+from hoodie_sink.table.format.fs_view import list_table_files, replacing_instants
 from hoodie_sink.table.format.markers import TEMP_DIR
 from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.timeline.instant import (
@@ -46,7 +46,6 @@ from hoodie_sink.table.format.timeline.instant import (
     COMPACTION,
     COMPLETED,
     INFLIGHT,
-    REPLACE_COMMIT,
     REQUESTED,
     ROLLBACK,
     WRITE_ACTIONS,
@@ -188,9 +187,8 @@ def _live_replacecommits(storage: Storage, timeline: ActiveTimeline) -> frozense
     """Completed replacecommits with a replaced file group that still has files (listing only the
     partitions they name)."""
     replaced: dict[str, set[tuple[str, str]]] = {}
-    for inst in timeline.completed((REPLACE_COMMIT,)):
-        for part, ids in (timeline.commit_metadata(inst).partition_to_replace_file_ids or {}).items():
-            replaced.setdefault(inst.timestamp, set()).update((part, fid) for fid in ids)
+    for group, ts in replacing_instants(storage, timeline).items():
+        replaced.setdefault(ts, set()).add(group)
     if not replaced:
         return frozenset()
     partitions = sorted({p for groups in replaced.values() for p, _ in groups})

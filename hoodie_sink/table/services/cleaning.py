@@ -44,12 +44,11 @@ from hoodie_sink.table.format.clean_metadata import (
 )
 from hoodie_sink.table.format.clustering_plan import file_groups_under_clustering
 from hoodie_sink.table.format.file_group import FileGroup, FileSlice
-from hoodie_sink.table.format.fs_view import Listing, list_table_files
+from hoodie_sink.table.format.fs_view import Listing, list_table_files, replacing_instants
 from hoodie_sink.table.format.timeline.instant import (
     CLEAN,
     COMPACTION,
     INFLIGHT,
-    REPLACE_COMMIT,
     REQUESTED,
     WRITE_ACTIONS,
     Instant,
@@ -239,9 +238,17 @@ def _execute(
     content = encode_cleaner_plan(plan, storage.base_uri)
     current = requested.with_state(INFLIGHT) if inflight else store.transition_to_inflight(requested, content)
     files = [f for rels in plan.files.values() for f in rels]
+
+    def delete(rel: str) -> str | None:
+        try:
+            storage.delete(rel)  # a file already gone (a redo) counts as deleted, as in Java
+            return None
+        except OSError as e:
+            log.warning("hoodie: clean %s could not delete %s: %s", requested.timestamp, storage.full(rel), e)
+            return rel
+
     with ThreadPoolExecutor(max_workers=8) as pool:  # object stores: one request per file
-        list(pool.map(storage.delete, files))
-    failed = {f for f in files if storage.exists(f)}
+        failed = {f for f in pool.map(delete, files) if f is not None}
     deleted = set(files) - failed
     taken_ms = int((time.monotonic() - started) * 1000)
     store.complete(current, encode_clean_metadata(requested.timestamp, taken_ms, plan, deleted, failed))
@@ -256,7 +263,7 @@ def _plan(storage: Storage, timeline: ActiveTimeline, cfg: CleanConfig) -> tuple
     ectr = earliest_commit_to_retain(timeline, cfg, cutoff)
     if cfg.policy != KEEP_LATEST_FILE_VERSIONS and ectr is None:
         return None, 0
-    replaced = _replaced_groups(timeline)
+    replaced = replacing_instants(storage, timeline)
     partitions = _partitions_to_scan(storage, timeline, cfg, ectr)
     listing = list_table_files(storage, sorted(partitions) if partitions is not None else None)
     groups = committed_file_groups(listing, timeline)
@@ -276,15 +283,6 @@ def _plan(storage: Storage, timeline: ActiveTimeline, cfg: CleanConfig) -> tuple
         files=files,
     )
     return plan, listed
-
-
-def _replaced_groups(timeline: ActiveTimeline) -> dict[GroupKey, str]:
-    out: dict[GroupKey, str] = {}
-    for inst in timeline.completed((REPLACE_COMMIT,)):
-        md = timeline.commit_metadata(inst)
-        for part, ids in (md.partition_to_replace_file_ids or {}).items():
-            out.update(((part, fid), inst.timestamp) for fid in ids)
-    return out
 
 
 def _partitions_to_scan(

@@ -141,13 +141,7 @@ def archived_timeline(path: str) -> list:
     for inst in tl.getInstants().toArray():
         item = {"timestamp": _instant_time(inst), "action": inst.getAction(), "state": inst.getState().name()}
         if inst.getAction() in ("commit", "deltacommit", "replacecommit") and inst.isCompleted():
-            details = tl.getInstantDetails(inst)
-            if details.isPresent():
-                md = SPARK._jvm.org.apache.hudi.common.model.HoodieCommitMetadata.fromBytes(
-                    details.get(),
-                    SPARK._jvm.org.apache.hudi.common.model.HoodieCommitMetadata._java_lang_class,
-                )
-                item["records_written"] = int(md.fetchTotalRecordsWritten())
+            item["records_written"] = int(_commit_metadata(meta, tl, inst).fetchTotalRecordsWritten())
         out.append(item)
     return out
 

@@ -90,7 +90,7 @@ REPLACE_COMMIT_METADATA_SCHEMA = {
         {"name": "compacted", "type": _opt("boolean"), "default": None},
     ],
 }  # fmt: skip
-ARCHIVED_META_ENTRY_SCHEMA = {
+_ARCHIVED_META_ENTRY = {
     "type": "record", "name": "HoodieArchivedMetaEntry", "namespace": _NS,
     "fields": [
         {"name": "hoodieCommitMetadata", "type": _opt(COMMIT_METADATA_SCHEMA), "default": None},
@@ -103,16 +103,41 @@ ARCHIVED_META_ENTRY_SCHEMA = {
         {"name": "actionState", "type": _STR, "default": None},
         {"name": "hoodieReplaceCommitMetadata", "type": _opt(REPLACE_COMMIT_METADATA_SCHEMA), "default": None},
         {"name": "hoodieRequestedReplaceMetadata", "type": _opt(REQUESTED_REPLACE_SCHEMA), "default": None},
-        {"name": "hoodieInflightReplaceMetadata", "type": _opt(f"{_NS}.HoodieCommitMetadata"), "default": None},
+        # capitalised as in the schema Java 0.15 writes into its archive blocks
+        {"name": "HoodieInflightReplaceMetadata", "type": _opt(f"{_NS}.HoodieCommitMetadata"), "default": None},
         {"name": "stateTransitionTime", "type": _STR, "default": None},
     ],
 }  # fmt: skip
+
+
+def _java_strings(t: Any) -> Any:
+    """The schema with every string marked `"avro.java.string": "String"`, as Java's generated
+    classes are: Hudi 1.x's archived-timeline reader decodes with the block's schema and casts the
+    values to java.lang.String, which fails on Avro's Utf8 without the mark."""
+    if t == "string":
+        return {"type": "string", "avro.java.string": "String"}
+    if isinstance(t, list):
+        return [_java_strings(x) for x in t]
+    if not isinstance(t, dict):
+        return t  # another primitive, or a named type's reference
+    if t.get("type") == "string":
+        return {**t, "avro.java.string": "String"}
+    out = dict(t)
+    for key in ("type", "items", "values"):
+        if key in out:
+            out[key] = _java_strings(out[key])
+    if "fields" in out:
+        out["fields"] = [{**f, "type": _java_strings(f["type"])} for f in out["fields"]]
+    return out
+
+
+ARCHIVED_META_ENTRY_SCHEMA = _java_strings(_ARCHIVED_META_ENTRY)
 # the union field that carries a state file's content, by (action, state)
 _DETAIL_FIELD = {
     (COMMIT, COMPLETED): "hoodieCommitMetadata", (DELTA_COMMIT, COMPLETED): "hoodieCommitMetadata",
     (COMMIT, INFLIGHT): "hoodieCommitMetadata", (DELTA_COMMIT, INFLIGHT): "hoodieCommitMetadata",
     (REPLACE_COMMIT, COMPLETED): "hoodieReplaceCommitMetadata",
-    (REPLACE_COMMIT, INFLIGHT): "hoodieInflightReplaceMetadata",
+    (REPLACE_COMMIT, INFLIGHT): "HoodieInflightReplaceMetadata",
     (REPLACE_COMMIT, REQUESTED): "hoodieRequestedReplaceMetadata",
     (CLEAN, REQUESTED): "hoodieCleanerPlan", (CLEAN, INFLIGHT): "hoodieCleanerPlan",
     (CLEAN, COMPLETED): "hoodieCleanMetadata",

@@ -218,6 +218,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.fail.on.timeline.archiving", "fail_on_archiving", _bool,
            doc="true: an archival that fails after the commit fails the write (its commit stands). "
                "Default false: logged, retried after the next commit."),
+    # -- compaction (merge-on-read tables) --
+    Option("hoodie.compact.inline", "compact_inline", _bool,
+           doc="Compact a merge-on-read table inline after a commit when the trigger says so (default "
+               "true, as Java's Spark writers; false: compact with hoodie_sink.compact or the CLI)."),
+    Option("hoodie.compact.inline.max.delta.commits", "compact_max_delta_commits", _int,
+           doc="NUM_COMMITS trigger: compact once this many deltacommits followed the last compaction (5)."),
+    Option("hoodie.compact.inline.max.delta.seconds", "compact_max_delta_seconds", _int),
+    Option("hoodie.compact.inline.trigger.strategy", "compact_trigger",
+           _choice("num_commits", "num_commits_after_last_request", "time_elapsed", "num_or_time",
+                   "num_and_time", upper=True)),
+    Option("hoodie.datasource.compaction.async.enable", "compact_async", _bool,
+           doc="Compact in a background thread of the committing process (the next write goes on)."),
     Option("hoodie.sink.metrics.file", "metrics_file", _str,
            doc="Append one JSON line of per-phase write metrics per commit to this local file (on an "
                "object store: a folder, one <instant>.json per commit). Default: off (the log line only)."),
@@ -450,6 +462,11 @@ class WriteConfig:
     keep_max_commits: int = 30
     archival_batch: int = 10
     fail_on_archiving: bool = False
+    compact_inline: bool = True
+    compact_max_delta_commits: int = 5
+    compact_max_delta_seconds: int = 3600
+    compact_trigger: str = "NUM_COMMITS"
+    compact_async: bool = False
     metrics_file: str | None = None
     heartbeat_interval_ms: int = 60_000
     heartbeat_misses: int = 2
@@ -513,11 +530,6 @@ class WriteConfig:
             raise HoodieConfigError(
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
                 f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
-            )
-        if self.table_type != COPY_ON_WRITE and self.operation not in ("insert", "bulk_insert", "append"):
-            raise HoodieConfigError(
-                "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ' supports only the operations "
-                f"insert, bulk_insert and append so far, not '{self.operation}'."
             )
         if self.max_file_size < 1024:
             raise HoodieConfigError(

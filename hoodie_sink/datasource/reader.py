@@ -59,12 +59,10 @@ from pyspark.sql.datasource import (
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.read_config import ReadConfig
-from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.keygen import parse_partition_path
 from hoodie_sink.table.read import data_skipping
-from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate
-from hoodie_sink.table.read.snapshot import Snapshot, load_timeline, pinned_timeline
+from hoodie_sink.table.read.snapshot import Snapshot, load_timeline, pinned_timeline, slice_ref
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -85,15 +83,21 @@ class HoodieReader(DataSourceReader):
         files = self._files(snap)
         plan = (snap.instant, snap.completed_writes, int(time.time() * 1000))
         n = max(1, len(files))
-        # Spark ships only .value.  One slot per planned base file; the number of slots is fixed
-        # now, the files a slot reads are decided again at read time if the table changed.
-        return [InputPartition((i, n, plan, (files[i].path,) if files else ())) for i in range(n)]
+        # Spark ships only .value.  One slot per planned base file (file slice, in a merge-on-read
+        # snapshot); the number of slots is fixed now, the files a slot reads are decided again at
+        # read time if the table changed.
+        return [InputPartition((i, n, plan, (files[i],) if files else ())) for i in range(n)]
 
     def _open(self, timeline=None) -> Snapshot:
         cfg = self.config
         return Snapshot.open(cfg.path, cfg.as_of_instant, cfg.read_optimized, timeline=timeline)
 
-    def _files(self, snap: Snapshot) -> list[BaseFile]:
+    def _files(self, snap: Snapshot) -> list[str]:
+        """What the read tasks read: base file paths, or file slices (`slice_ref`) of a
+        merge-on-read snapshot, of which only those without log files are skipped by statistics
+        (a base file's statistics say nothing of the updates in its logs)."""
+        if snap.merges_logs:
+            return self._slices(snap)
         files = snap.base_files(self._pruner(snap))
         if self.predicates:
             skipping = data_skipping.prune(snap.storage, files, self.predicates)
@@ -105,7 +109,19 @@ class HoodieReader(DataSourceReader):
                 skipping.footers_read,
             )
             files = skipping.files
-        return sorted(files)
+        return [bf.path for bf in sorted(files)]
+
+    def _slices(self, snap: Snapshot) -> list[str]:
+        slices = snap.file_slices(self._pruner(snap))
+        if self.predicates:
+            bare = [sl.base_file for sl in slices if not sl.log_files and sl.base_file is not None]
+            kept = {bf.path for bf in data_skipping.prune(snap.storage, bare, self.predicates).files}
+            slices = [
+                sl
+                for sl in slices
+                if sl.log_files or (sl.base_file is not None and sl.base_file.path in kept)
+            ]
+        return sorted(slice_ref(sl) for sl in slices)
 
     def _pruner(self, snap: Snapshot) -> Callable[[str], bool] | None:
         fields = snap.table.partition_fields
@@ -125,15 +141,15 @@ class HoodieReader(DataSourceReader):
         if partition is None or not getattr(partition, "value", None):
             return  # Spark still runs one read task when there is no partition
         slot, n, plan, planned = partition.value
-        schema = getattr(self, "_schema", None)
-        if schema is None:
-            schema = self._open().schema
         storage = Storage(self.config.path)
-        for rel in self._slot_files(storage, slot, n, plan, planned):
-            yield from read_base_file(storage, rel, schema, self.columns).to_batches()
+        snap, refs = self._slot_files(storage, slot, n, plan, planned)
+        for ref in refs:
+            yield from snap.read_ref(ref, self.columns).to_batches()
 
-    def _slot_files(self, storage: Storage, slot: int, n: int, plan, planned: tuple[str, ...]) -> tuple:
-        """The base files slot `slot` of `n` reads: those of the snapshot pinned for this query."""
+    def _slot_files(
+        self, storage: Storage, slot: int, n: int, plan, planned: tuple[str, ...]
+    ) -> tuple[Snapshot, tuple]:
+        """The snapshot pinned for this query, and what slot `slot` of `n` reads of it."""
         cutoff = query_started_ms()
         if cutoff is None:
             # No query identity to pin on: read the planned snapshot, if it is still the latest.
@@ -146,15 +162,15 @@ class HoodieReader(DataSourceReader):
                     "to, so the new snapshot cannot be pinned. Help: load the table again "
                     "(spark.read.format('hoodie').load(path)) or re-create the temporary view."
                 )
-            return planned
+            return snap, planned
         snap = self._open(pinned_timeline(storage, cutoff))
         # A query created after the plan reuses it (Spark 4.3): its pushed filters may be another
         # query's, so it prunes nothing.
         prune = cutoff <= plan[2] or not (self.predicates or self.partition_predicates)
         if prune and (snap.instant, snap.completed_writes) == plan[:2]:
-            return planned  # the planned snapshot and filters: the planned files
+            return snap, planned  # the planned snapshot and filters: the planned files
         files = _replanned(self, snap, prune)
-        return tuple(files[slot::n])
+        return snap, tuple(files[slot::n])
 
 
 _REPLANNED: dict = {}  # per Python worker: tasks of one query share one listing
@@ -166,8 +182,7 @@ def _replanned(reader: HoodieReader, snap: Snapshot, prune: bool) -> list[str]:
     if key not in _REPLANNED:
         if len(_REPLANNED) > 16:
             _REPLANNED.clear()
-        files = reader._files(snap) if prune else sorted(snap.base_files())
-        _REPLANNED[key] = [bf.path for bf in files]
+        _REPLANNED[key] = reader._files(snap) if prune else snap.read_refs()
     return _REPLANNED[key]
 
 

@@ -115,3 +115,20 @@ class FileGroup:
     @property
     def latest_slice(self) -> FileSlice | None:
         return self.slices[-1] if self.slices else None
+
+
+@dataclass(frozen=True)
+class SliceFiles:
+    """The latest file slice of a file group as a write began: where its next log goes."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_name: str | None  # None for a log-only slice
+    log_names: tuple[str, ...] = ()
+    max_version: int = 0
+    has_deletes: bool = False  # a log of the slice holds a delete block (its deltacommit says so)
+
+    @property
+    def has_logs(self) -> bool:
+        return bool(self.log_names)

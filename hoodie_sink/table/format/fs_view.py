@@ -20,8 +20,9 @@ from hoodie_sink.table.format.file_group import (
     FileGroup,
     FileSlice,
     LogFile,
+    SliceFiles,
 )
-from hoodie_sink.table.format.timeline.instant import REPLACE_COMMIT
+from hoodie_sink.table.format.timeline.instant import DELTA_COMMIT, REPLACE_COMMIT
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commit_metadata
 from hoodie_sink.table.storage import Storage
 
@@ -182,3 +183,41 @@ class FileSystemView:
                     out.append(sl.base_file)
                     break
         return out
+
+
+def _logs_with_deletes(view: FileSystemView) -> set[str]:
+    """Paths of log files whose write reported deletes (numDeletes of its deltacommit)."""
+    out: set[str] = set()
+    for inst in view.timeline.completed((DELTA_COMMIT,)):
+        for stat in commit_metadata(view.storage, view.timeline, inst).write_stats:
+            if stat.num_deletes and ".log." in stat.path:
+                out.add(stat.path)
+    return out
+
+
+def latest_slice_files(view: FileSystemView) -> tuple[SliceFiles, ...]:
+    """The latest slice of every visible file group, with its log files and next log version.
+    The versions of every log of the slice on storage count, committed or not: a version number
+    is never reused, even one a failed write left behind."""
+    versions: dict[tuple[str, str, str], int] = {}
+    for lf in view.listing.log_files:
+        key = (lf.partition_path, lf.file_id, lf.base_instant)
+        versions[key] = max(versions.get(key, 0), lf.version)
+    with_deletes = _logs_with_deletes(view)
+    out = []
+    for fg in view.file_groups():
+        sl = fg.latest_slice
+        if sl is None:
+            continue
+        out.append(
+            SliceFiles(
+                partition_path=sl.partition_path,
+                file_id=sl.file_id,
+                base_instant=sl.base_instant,
+                base_name=sl.base_file.name if sl.base_file is not None else None,
+                log_names=tuple(lf.name for lf in sl.log_files),
+                max_version=versions.get((sl.partition_path, sl.file_id, sl.base_instant), 0),
+                has_deletes=any(lf.path in with_deletes for lf in sl.log_files),
+            )
+        )
+    return tuple(out)

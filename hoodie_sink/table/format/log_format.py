@@ -126,20 +126,26 @@ def delete_block(
     ]  # fmt: skip
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, _DELETES, {"deleteRecordList": records})
-    datum = buf.getvalue()
-    content = struct.pack(">ii", CONTENT_VERSION, len(datum)) + datum
     header = {INSTANT_TIME: instant, SCHEMA: json.dumps(schema, separators=(",", ":"))}
-    return LogBlock(DELETE_BLOCK, header, content)
+    return LogBlock(DELETE_BLOCK, header, delete_block_content(buf.getvalue()))
 
 
-def deleted_keys(block: LogBlock) -> list[dict[str, Any]]:
-    """The records of a DELETE block (version 3): recordKey, partitionPath, orderingVal."""
+def delete_block_content(datum: bytes) -> bytes:
+    """A DELETE block's content around one Avro-binary HoodieDeleteRecordList."""
+    return struct.pack(">ii", CONTENT_VERSION, len(datum)) + datum
+
+
+def deleted_keys(block: LogBlock, record_names: bool = False) -> list[dict[str, Any]]:
+    """The records of a DELETE block (version 3): recordKey, partitionPath, orderingVal (with
+    `record_names`, orderingVal is (wrapper full name, {"value": v}) or None)."""
     if block.block_type != DELETE_BLOCK:
         raise ValueError(f"not a delete block (type {block.block_type})")
     version, size = struct.unpack_from(">ii", block.content, 0)
     if version != CONTENT_VERSION:
         raise ValueError(f"delete block version {version}; only version {CONTENT_VERSION} is read")
-    datum = fastavro.schemaless_reader(io.BytesIO(block.content[8 : 8 + size]), _DELETES, None)
+    datum = fastavro.schemaless_reader(
+        io.BytesIO(block.content[8 : 8 + size]), _DELETES, None, return_record_name=record_names
+    )
     if not isinstance(datum, dict):
         raise ValueError("a delete block holds no HoodieDeleteRecordList")
     return list(datum["deleteRecordList"])

@@ -24,6 +24,11 @@ BACKUP_FILE = ".hoodie/hoodie.properties.backup"
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
+# hoodie.compaction.record.merger.strategy ids (Hudi 0.14/0.15), used by readers when a table
+# names no payload class (format doc §6.7 step 2).
+MERGER_STRATEGY_KEY = "hoodie.compaction.record.merger.strategy"
+EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
 # Merge semantics readers infer from the payload class (format doc §6.7).
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"

@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import operator
+import posixpath
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.read_config import parse_as_of_instant
-from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.format.file_group import BaseFile, FileSlice, LogFile
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow
@@ -38,6 +39,7 @@ from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
+from hoodie_sink.table.read.file_slice import MergeRule, read_file_slice
 from hoodie_sink.table.read.retention import check_time_travel
 from hoodie_sink.table.storage import Storage
 
@@ -51,6 +53,7 @@ class Snapshot:
     timeline: Timeline
     schema: pa.Schema  # meta columns + data columns
     instant: str | None
+    merges_logs: bool = False  # a merge-on-read snapshot (not read-optimized): slices, not base files
 
     @staticmethod
     def open(
@@ -61,12 +64,6 @@ class Snapshot:
         as_of = parse_as_of_instant(as_of) if as_of else None
         storage = Storage(path)
         table = read_table_config(storage)
-        if table.table_type == MERGE_ON_READ and not read_optimized:
-            raise HoodieTableError(
-                f"The table at {path} is MERGE_ON_READ; merging its log files on read is not supported yet. "
-                "Help: read it with hudi-rs, or set option hoodie.datasource.query.type=read_optimized "
-                "(base files only)."
-            )
         timeline = timeline if timeline is not None else Timeline.load(storage)
         if as_of:
             check_time_travel(storage, timeline, as_of)
@@ -83,7 +80,35 @@ class Snapshot:
         instant = latest.timestamp if latest else None
         if as_of and instant:
             instant = min(as_of, instant)
-        return Snapshot(storage, table, timeline, schema, instant)
+        merges = table.table_type == MERGE_ON_READ and not read_optimized
+        return Snapshot(storage, table, timeline, schema, instant, merges_logs=merges)
+
+    @property
+    def merge_rule(self) -> MergeRule:
+        return MergeRule.of_table(self.table)
+
+    def file_slices(self, partition_filter: Callable[[str], bool] | None = None) -> list[FileSlice]:
+        """The latest file slice of every file group (merge-on-read snapshot reads)."""
+        view = FileSystemView.load(self.storage, self.timeline)
+        groups = view.file_groups(self.instant, partition_filter)
+        return [fg.latest_slice for fg in groups if fg.latest_slice is not None]
+
+    def read_refs(self, partition_filter: Callable[[str], bool] | None = None) -> list[str]:
+        """What this snapshot's read tasks read, one string each: a base file's path, or with
+        `merges_logs` a file slice (`slice_ref`)."""
+        if not self.merges_logs:
+            return [bf.path for bf in self.base_files(partition_filter)]
+        return sorted(slice_ref(sl) for sl in self.file_slices(partition_filter))
+
+    def read_ref(self, ref: str, columns: list[str] | None = None) -> pa.Table:
+        if "\n" not in ref:
+            return read_base_file(self.storage, ref, self.schema, columns)
+        sl = parse_slice_ref(ref)
+        # the merge needs the key, ordering and delete columns: read everything, then project
+        rows = read_file_slice(
+            self.storage, sl, self.schema, self.merge_rule, self.timeline.is_committed, self.instant
+        )
+        return rows.select(columns) if columns is not None else rows
 
     def base_files(self, partition_filter: Callable[[str], bool] | None = None) -> list[BaseFile]:
         view = FileSystemView.load(self.storage, self.timeline)
@@ -97,6 +122,27 @@ class Snapshot:
         """The completed write instants this snapshot stands on: two snapshots with the same
         ones (and the same query instant) see the same files."""
         return tuple(sorted(self.timeline.completed_times()))
+
+
+def slice_ref(sl: FileSlice) -> str:
+    """A file slice as one string (what a Spark input partition carries): the base file's path
+    (empty for a log-only slice), then the log files' paths, one per line."""
+    return "\n".join([sl.base_file.path if sl.base_file else ""] + [lf.path for lf in sl.log_files])
+
+
+def parse_slice_ref(ref: str) -> FileSlice:
+    base, *logs = ref.split("\n")
+    log_files = []
+    for path in logs:
+        part, name = posixpath.split(path)
+        lf = LogFile.parse(part, name)
+        if lf is None:
+            raise HoodieTableError(f"Not a log file: {path}")
+        log_files.append(lf)
+    bf = BaseFile.parse(*posixpath.split(base)) if base else None
+    first = bf or log_files[0]
+    base_instant = bf.instant if bf else log_files[0].base_instant
+    return FileSlice(first.partition_path, first.file_id, base_instant, base_file=bf, log_files=log_files)
 
 
 # A commit is visible to every reader once its completed file exists.  A reader pinned to a
@@ -182,6 +228,9 @@ def _read_files(
     partition_filter: Callable[[str], bool] | None,
     predicates: list[Predicate],
 ) -> Iterator[pa.Table]:
+    if snap.merges_logs:
+        yield from _read_slices(snap, columns, partition_filter, predicates)
+        return
     files = snap.base_files(partition_filter)
     if not predicates:
         for bf in files:
@@ -200,6 +249,29 @@ def _read_files(
     for bf in pruned.files:
         table = snap.read_file(bf, None if columns is None else columns + extra).filter(row_filter)
         yield table.select(columns) if extra else table
+
+
+def _read_slices(
+    snap: Snapshot,
+    columns: list[str] | None,
+    partition_filter: Callable[[str], bool] | None,
+    predicates: list[Predicate],
+) -> Iterator[pa.Table]:
+    """Merge-on-read snapshot: each latest file slice merged.  Data skipping only drops slices
+    without log files (a base file's statistics say nothing of the updates in its logs)."""
+    slices = snap.file_slices(partition_filter)
+    if predicates:
+        bare = [sl.base_file for sl in slices if not sl.log_files and sl.base_file is not None]
+        kept = {bf.path for bf in prune(snap.storage, bare, predicates).files}
+        slices = [
+            sl for sl in slices if sl.log_files or (sl.base_file is not None and sl.base_file.path in kept)
+        ]
+        row_filter = row_filter_expression(predicates, snap.schema)
+    for sl in slices:
+        rows = snap.read_ref(slice_ref(sl))
+        if predicates:
+            rows = rows.filter(row_filter)
+        yield rows.select(columns) if columns is not None else rows
 
 
 # ------------------------------------------------------------------------------- exact row filter

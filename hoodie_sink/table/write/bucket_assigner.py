@@ -50,9 +50,15 @@ class BucketAssigner:
         self.update_partition_path = cfg.update_partition_path
         self.small: dict[str, list[tuple[str, int]]] = {}  # partition -> [(file id, capacity)]
         clustering = ctx.clustering_file_groups
+        # merge-on-read: only a latest slice without log files packs inserts (Java's rule: its
+        # base file is rewritten with them, which must not orphan logs)
+        slices = ctx.slices_by_id if ctx.merge_on_read else None
         for bf in sorted(ctx.base_files, key=lambda b: b.size):
             if (bf.partition_path, bf.file_id) in clustering:
                 continue  # being rewritten by a pending clustering: inserts go elsewhere
+            if slices is not None and ((sl := slices.get(bf.file_id)) is None or sl.has_logs
+                                       or sl.base_name != bf.name):  # fmt: skip
+                continue
             if 0 < bf.size < cfg.small_file_limit:
                 room = (cfg.max_file_size - bf.size) // max(ctx.avg_record_size, 1)
                 if room > 0:

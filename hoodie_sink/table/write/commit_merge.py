@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
-from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.format.file_group import BASE_FILE_EXT, BaseFile
 from hoodie_sink.table.format.markers import MERGE
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.virtual_keys import with_record_keys
@@ -35,6 +35,13 @@ from hoodie_sink.table.index.key_index import cached_bloom
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema
 from hoodie_sink.table.write.context import WriteContext, parquet_settings, stored_keygen
+from hoodie_sink.table.write.log_writer import (
+    LogWrite,
+    current_rows,
+    log_changes,
+    rewritten_slices,
+    write_log_file,
+)
 from hoodie_sink.table.write.merge import (
     COMMIT_SEQNO,
     COMMIT_TIME,
@@ -82,6 +89,15 @@ def merge_at_commit(ctx: WriteContext, results: list, threads: int | None = None
         for key, losers in _move_losers(ctx, results, inserted).items():
             removals.setdefault(key, set()).update(losers)
     out.duplicate_inserts = sum(len(v) for v in removals.values())
+    log_jobs = _log_fixups(ctx, results, stats, changes, removals)
+    if log_jobs:
+        owned = {st.path for r in results for st in getattr(r, "owned", [])}
+        fixups = _run_log_fixups(ctx, log_jobs, changes, owned, stats)
+        out.stats = stats = stats + [s for s in fixups.values() if isinstance(s, WriteStat)]
+        settled = [key for key, s in fixups.items() if s != REWRITE]
+        out.merged_file_groups += len(settled)
+        for key in settled:  # the others are rewritten below, from their merged slice
+            changes.pop(key)
     jobs = sorted(set(changes) | set(removals))
     if not jobs:
         return out
@@ -100,10 +116,72 @@ def merge_at_commit(ctx: WriteContext, results: list, threads: int | None = None
     replaced = {fid for fid, _, _ in done}
     out.stats = [s for s in stats if s.file_id not in replaced] + [stat for _, stat, _ in done]
     out.missing_deletes += sum(m for _, _, m in done)
-    out.merged_file_groups = len(done)
+    out.merged_file_groups += len(done)
     log.info("hoodie: commit %s rewrote %d file groups (%d staged rows, %d duplicate inserts)",
              ctx.instant, len(done), out.staged_rows, out.duplicate_inserts)  # fmt: skip
     return out
+
+
+def _log_fixups(
+    ctx: WriteContext, results: list, stats: list[WriteStat], changes: dict, removals: dict
+) -> list[tuple[str, str]]:
+    """Merge-on-read: the contended file groups settled by one more log file (those whose base
+    file nobody rewrites: no task packed inserts into it)."""
+    if not ctx.merge_on_read:
+        return []
+    slices = ctx.slices_by_id
+    rewritten = {st.file_id for r in results for st in getattr(r, "staged", []) + getattr(r, "owned", [])
+                 if st.rewrite}  # fmt: skip
+    rewritten |= {s.file_id for s in stats if s.path.endswith(BASE_FILE_EXT)}
+    rewritten |= {fid for _, fid in removals} | rewritten_slices(ctx)
+    return sorted(key for key in changes if key[1] in slices and key[1] not in rewritten)
+
+
+REWRITE = "rewrite"
+
+
+def _run_log_fixups(
+    ctx: WriteContext, jobs: list[tuple[str, str]], changes: dict, owned: set[str], stats: list[WriteStat]
+) -> dict[tuple[str, str], WriteStat | str | None]:
+    """One more log file per contended file group, after the owner's: the winners (one ordering
+    rule over every task's changes) that the owner did not write.  A reader merging the slice's
+    logs in order then sees exactly the winners: a later record of a key replaces an earlier one
+    when it is at least as high in the ordering, which a winner is."""
+    slices = ctx.slices_by_id
+    precombine = ctx.config.precombine_field if ctx.config.operation != "delete" else None
+    per_partition = ctx.config.index_type != "global_bloom"
+    versions: dict[str, int] = {}
+    for s in stats:
+        if "logVersion" in s.extra:
+            versions[s.file_id] = max(versions.get(s.file_id, 0), int(s.extra["logVersion"]))
+
+    def run(i: int, key: tuple[str, str]) -> WriteStat | str | None:
+        part, fid = key
+        paths = changes[key]
+        tables = [_read_all(ctx, [p]) for p in paths]
+        all_changes = pa.concat_tables(tables, promote_options="permissive")
+        winners = reduce_changes(all_changes, precombine, per_partition)
+        owner_orders = [t.column(ORDER) for p, t in zip(paths, tables, strict=True) if p in owned]
+        if owner_orders:
+            done = pa.chunked_array([c for col in owner_orders for c in col.chunks], pa.int64())
+            winners = winners.filter(
+                pc.invert(pc.is_in(winners.column(ORDER), value_set=done.combine_chunks()))
+            )
+        sl = slices[fid]
+        to_log = log_changes(ctx, sl, winners)
+        if to_log is None:
+            return REWRITE
+        winners = to_log
+        if winners.num_rows == 0:
+            return None
+        version = max(sl.max_version, versions.get(fid, 0)) + 1
+        target = LogWrite(sl, version, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i)
+        return write_log_file(ctx.storage, target, winners, precombine, ctx.avro_with_meta)
+
+    threads = max(1, min(ctx.config.merge_threads, len(jobs)))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        written = list(pool.map(lambda job: run(*job), enumerate(jobs)))
+    return dict(zip(jobs, written, strict=True))
 
 
 def _rewrite(
@@ -122,8 +200,7 @@ def _rewrite(
         for path in staged:
             with storage.open_input_file(path) as f:
                 tables.append(pq.read_table(f))
-        base = read_base_file(storage, old_bf.path, schema) if old_bf else None
-        base = with_record_keys(base, stored_keygen(ctx)) if base is not None else None
+        base = current_rows(ctx, fid, old_bf, schema)
         prev = old_bf.instant if old_bf else NULL_COMMIT
         per_partition = ctx.config.index_type != "global_bloom"
         all_changes = pa.concat_tables(tables, promote_options="permissive")
@@ -137,8 +214,10 @@ def _rewrite(
         data, keys, times, seqnos = merged.data, merged.keys, merged.commit_times, merged.seqnos
         counts = (merged.num_updates, merged.num_inserts, merged.num_deletes)
         missing = merged.num_missing_deletes
-        seed = cached_bloom(storage, old_bf.path) if old_bf else None
-        new_keys = merged.inserted_keys if old_bf else None
+        sl = ctx.slices_by_id.get(fid)
+        seeds = old_bf is not None and not (sl is not None and sl.has_logs)  # logs may add keys
+        seed = cached_bloom(storage, old_bf.path) if seeds and old_bf else None
+        new_keys = merged.inserted_keys if seeds else None
     else:  # only duplicate removal, on the version a task wrote in this instant
         assert task_stat is not None, "a file group without staged changes was written by a task"
         current = with_record_keys(read_base_file(storage, task_stat.path, schema), stored_keygen(ctx))

@@ -14,9 +14,9 @@ import pyarrow as pa
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
 from hoodie_sink.table.format.commit_metadata import WriteStat
-from hoodie_sink.table.format.file_group import BaseFile, write_token
+from hoodie_sink.table.format.file_group import BaseFile, SliceFiles, write_token
 from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
-from hoodie_sink.table.format.properties import TableConfig
+from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
@@ -52,6 +52,16 @@ class WriteContext:
     avg_record_size: int = 1024
     # (partition, file id) -> instant of the pending clustering that will replace it
     clustering: tuple[tuple[tuple[str, str], str], ...] = ()
+    # merge-on-read keyed writes: the latest file slice of every file group (where logs go)
+    log_slices: tuple[SliceFiles, ...] = ()
+
+    @property
+    def merge_on_read(self) -> bool:
+        return self.table.table_type == MERGE_ON_READ
+
+    @property
+    def slices_by_id(self) -> dict[str, SliceFiles]:
+        return {s.file_id: s for s in self.log_slices}
 
     @property
     def clustering_file_groups(self) -> dict[tuple[str, str], str]:

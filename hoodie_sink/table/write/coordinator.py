@@ -33,8 +33,8 @@ from hoodie_sink.table.format.commit_metadata import (
     WriteStat,
     inflight_workload_json,
 )
-from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile
-from hoodie_sink.table.format.fs_view import FileSystemView
+from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, SliceFiles
+from hoodie_sink.table.format.fs_view import FileSystemView, latest_slice_files
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
 from hoodie_sink.table.format.keygen import check_key_columns
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
@@ -107,12 +107,15 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
     action = _action_of(cfg, table)
     instant = _publish_instant(storage, cfg, table, timeline, action)
-    base_files, avg_size, clustering = _file_groups_to_assign(cfg, table, timeline, bool(existing))
+    base_files, avg_size, clustering, log_slices = _file_groups_to_assign(
+        cfg, table, timeline, bool(existing)
+    )
     ctx = WriteContext(
         config=cfg,
         base_files=base_files,
         avg_record_size=avg_size,
         clustering=clustering,
+        log_slices=log_slices,
         table=table,
         instant=instant,
         action=action,
@@ -201,19 +204,22 @@ def _publish_instant(
 
 def _file_groups_to_assign(
     cfg: WriteConfig, table: TableConfig, timeline: ActiveTimeline, has_data: bool
-) -> tuple[tuple[BaseFile, ...], int, tuple]:
+) -> tuple[tuple[BaseFile, ...], int, tuple, tuple[SliceFiles, ...]]:
     """What the bucket assigner needs of the table: its latest base files, the average record
-    size and the file groups under pending clustering (only for operations that look them up)."""
+    size, the file groups under pending clustering (only for operations that look them up) and,
+    in a merge-on-read table, the latest file slices (updates go to their logs)."""
     # insert packs small files, but not in a merge-on-read table: a file group there may have log
     # files, which rewriting its base file would orphan (Hudi appends such inserts to the logs).
     packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
     if not (cfg.operation in KEYED_OPERATIONS or packs) or not has_data:
-        return (), cfg.record_size_estimate, ()
+        return (), cfg.record_size_estimate, (), ()
     storage = timeline.table_storage
-    base_files = tuple(FileSystemView.load(storage, timeline).latest_base_files())
+    view = FileSystemView.load(storage, timeline)
+    base_files = tuple(view.latest_base_files())
     avg_size = _average_record_size(timeline) or cfg.record_size_estimate
     clustering = tuple(sorted(file_groups_under_clustering(storage, timeline).items()))
-    return base_files, avg_size, clustering
+    slices = latest_slice_files(view) if table.table_type == MERGE_ON_READ else ()
+    return base_files, avg_size, clustering, slices
 
 
 def _average_record_size(timeline: ActiveTimeline) -> int | None:

@@ -219,3 +219,22 @@ def _assemble(
 
 def _combined(a) -> pa.Array:
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def without_losers_to_stored(changes: pa.Table, stored: pa.Table, precombine: str) -> pa.Table:
+    """Drop the changes whose stored record wins (event-time ordering: its precombine value is
+    strictly greater); `stored` holds the stored rows' RECORD_KEY and precombine columns.  What a
+    copy-on-write merge decides per row, decided before a merge-on-read write appends to a log
+    (Java's readers would also drop a losing update, but they apply a losing delete)."""
+    if stored.num_rows == 0 or changes.num_rows == 0 or precombine not in stored.column_names:
+        return changes
+    pos = pc.index_in(changes.column(KEY), value_set=stored.column(RECORD_KEY).combine_chunks())
+    valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
+    if not valid.any():
+        return changes
+    at = pa.array(np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64))
+    stored_values = stored.column(precombine).take(at)
+    loses = ~_not_greater(stored_values, changes.column(precombine)) & valid
+    kinds = np.asarray(changes.column(KIND).to_numpy(), dtype=np.int8)
+    loses &= kinds < DELETE  # the delete operation (and a move) ignores ordering
+    return changes.filter(pa.array(~loses)) if loses.any() else changes

@@ -20,8 +20,11 @@ from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.keygen import KEYGEN_CLASSES, inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.markers import TEMP_DIR
 from hoodie_sink.table.format.properties import (
+    COMMIT_TIME_STRATEGY,
     COPY_ON_WRITE,
+    EVENT_TIME_STRATEGY,
     MERGE_ON_READ,
+    MERGER_STRATEGY_KEY,
     PROPERTIES_FILE,
     TableConfig,
     write_table_config,
@@ -29,11 +32,9 @@ from hoodie_sink.table.format.properties import (
 from hoodie_sink.table.format.timeline.timeline import META_DIR
 from hoodie_sink.table.storage import Storage
 
-# hoodie.compaction.record.merger.strategy ids (Hudi 0.14/0.15), used by readers when a table
-# names no payload class (format doc §6.7 step 2).
-_EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
-_COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
-K_MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
+_EVENT_TIME_STRATEGY = EVENT_TIME_STRATEGY
+_COMMIT_TIME_STRATEGY = COMMIT_TIME_STRATEGY
+K_MERGER_STRATEGY = MERGER_STRATEGY_KEY
 
 
 def table_exists(storage: Storage) -> bool:
@@ -104,11 +105,8 @@ def _table_payload(table: TableConfig) -> str | None:
 
 
 def new_table_config(cfg: WriteConfig) -> TableConfig:
-    if cfg.table_type != COPY_ON_WRITE:
-        raise HoodieConfigError(
-            "Option 'hoodie.datasource.write.table.type'='MERGE_ON_READ': creating merge-on-read tables is "
-            "not supported yet (inserts into existing ones are). Help: use COPY_ON_WRITE."
-        )
+    if cfg.table_type == MERGE_ON_READ:
+        check_merge_on_read(cfg)
     keygen = cfg.resolved_keygen
     return TableConfig(
         name=cfg.table_name or cfg.default_table_name(),
@@ -237,6 +235,23 @@ def check_virtual_keys(cfg: WriteConfig, keygen: str) -> bool:
             "are stored only in _hoodie_record_key. Help: name the key column(s)."
         )
     return False
+
+
+def check_merge_on_read(cfg: WriteConfig, payload: str | None = None) -> None:
+    """Settings a new merge-on-read table cannot have."""
+    if not cfg.populate_meta_fields:
+        raise HoodieConfigError(
+            "Option 'hoodie.populate.meta.fields'=false (virtual keys) is not supported for MERGE_ON_READ "
+            "tables by hoodie_sink. Help: keep the meta fields, or use COPY_ON_WRITE."
+        )
+    payload = payload or cfg.payload_class
+    if cfg.precombine_field and payload == OVERWRITE_WITH_LATEST_PAYLOAD:
+        raise HoodieConfigError(
+            f"Option 'hoodie.datasource.write.payload.class'='{payload}' with a precombine field "
+            f"('{cfg.precombine_field}') on a new MERGE_ON_READ table: Java readers order its log records by "
+            "the precombine value while hudi-rs orders them by commit time, so the two would disagree. "
+            "Help: use DefaultHoodieRecordPayload (the default with a precombine field), or no precombine field."
+        )
 
 
 def _merge_payload(cfg: WriteConfig, table: TableConfig) -> str:

@@ -36,9 +36,7 @@ from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.file_group import BaseFile, file_id, new_file_id_prefix
 from hoodie_sink.table.format.markers import MERGE, work_dir
 from hoodie_sink.table.format.schema import cast_to_storage
-from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.index.key_index import KeyIndex, cached_bloom
-from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter, file_schema
 from hoodie_sink.table.write.bucket_assigner import Assignment, BucketAssigner
 from hoodie_sink.table.write.conflicts import clustering_conflict
@@ -51,6 +49,14 @@ from hoodie_sink.table.write.context import (
     stored_keygen,
 )
 from hoodie_sink.table.write.instant_guard import InstantGuard
+from hoodie_sink.table.write.log_writer import (
+    LogWrite,
+    current_ordering_values,
+    current_rows,
+    log_changes,
+    rewritten_slices,
+    write_log_file,
+)
 from hoodie_sink.table.write.merge import (
     DELETE,
     KEY,
@@ -77,6 +83,9 @@ class StagedChanges:
     path: str  # relative to the base path, under the instant's work_dir (never its marker folder)
     rows: int
     owner: bool = False  # changes the owning task already merged (kept for re-merges)
+    # merge-on-read: the changes include inserts packed into this small file group, so the commit
+    # rewrites its base file (Java's merge handle) instead of adding a log file
+    rewrite: bool = False
 
 
 @dataclass
@@ -117,6 +126,11 @@ class UpsertTask:
         self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)
         self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
         self.append_only = self.cfg.operation == "insert"
+        # merge-on-read: changes of an existing file group go to a new log file of its latest
+        # slice, unless inserts were packed into it (a small base file without logs: rewritten)
+        self.mor = ctx.merge_on_read
+        self.slices = ctx.slices_by_id
+        self._rewrite: set[str] = rewritten_slices(ctx)
         self.stored_keygen = stored_keygen(ctx)
         self.index = KeyIndex(
             self.storage,
@@ -218,6 +232,7 @@ class UpsertTask:
             self.result.moved_key_logs.append(rel)
         if not self.append_only:
             for _part, fid, rows in assignment.small_file_inserts:
+                self._rewrite.add(fid)
                 self._log_inserted_keys(rows, np.full(rows.num_rows, fid, dtype=object))
             dels = assignment.unmatched_deletes
             if dels is not None and dels.num_rows:
@@ -240,7 +255,10 @@ class UpsertTask:
         assert self.precombine is not None, "only called with a precombine field"
         value_type = rows.schema.field(self.precombine).type
         keys = rows.column(KEY).combine_chunks()
-        return self.index.stored_values(keys, file_ids, self.precombine, value_type)
+        values = self.index.stored_values(keys, file_ids, self.precombine, value_type)
+        if self.mor:  # the logs hold newer values than the base files
+            values = current_ordering_values(self.ctx, keys, file_ids, values, self.file_schema)
+        return values
 
     def _try_claim(self, fid: str) -> bool:
         if fid in self._claimed:
@@ -316,6 +334,8 @@ class UpsertTask:
                 # changes for this file group since, and the commit would then redo our merge.
                 if not self.append_only and not self.task.only_task and self._is_contended(bucket):
                     self._stage(partition_path, bucket, changes(), flush_no)
+                elif self.mor and bucket not in self._rewrite and bucket in self.slices:
+                    self._append_log(partition_path, bucket, changes(), flush_no, keep)
                 else:
                     self._merge_in_task(partition_path, bucket, changes(), flush_no, keep)
 
@@ -326,8 +346,9 @@ class UpsertTask:
         self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, keep: bool
     ) -> None:
         old_bf = self.base_by_id.get(fid)
-        old = read_base_file(self.storage, old_bf.path, self.file_schema) if old_bf else None
-        old = with_record_keys(old, self.stored_keygen) if old is not None else None
+        old = current_rows(self.ctx, fid, old_bf, self.file_schema)
+        # the old base file's bloom filter holds the old keys, unless logs added keys
+        seeds = old_bf is not None and not self._has_logs(fid)
         merged = merge_file_group(
             old,
             changes,
@@ -341,7 +362,7 @@ class UpsertTask:
             self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,
             self.file_schema, self.ctx.avro_with_meta, self.settings,
             prev_commit=old_bf.instant if old_bf else "null", io_type=MERGE, guard=self.guard,
-            seed_bloom=cached_bloom(self.storage, old_bf.path) if old_bf else None,
+            seed_bloom=cached_bloom(self.storage, old_bf.path) if seeds and old_bf else None,
         )  # fmt: skip
         stat = writer.write_all(
             merged.data,
@@ -349,13 +370,43 @@ class UpsertTask:
             merged.commit_times,
             merged.seqnos,
             num_updates=merged.num_updates,
-            bloom_keys=merged.inserted_keys if old_bf else None,
+            bloom_keys=merged.inserted_keys if seeds else None,
         )
         stat.num_inserts = merged.num_inserts
         stat.num_deletes = merged.num_deletes
         with self._lock:
             self.result.num_missing_deletes += merged.num_missing_deletes
             self.result.write_stats.append(stat)
+        self._after_owner_write(partition_path, fid, changes, flush_no, keep)
+
+    def _append_log(
+        self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, keep: bool
+    ) -> None:
+        """Merge-on-read: the changes become a new log file of the file group's latest slice
+        (or, rarely, a rewrite of it: log_changes says when)."""
+        sl = self.slices[fid]
+        written = log_changes(self.ctx, sl, changes)
+        if written is None:
+            self._merge_in_task(partition_path, fid, changes, flush_no, keep)
+            return
+        if written.num_rows:
+            target = LogWrite(
+                sl, sl.max_version + 1, self.task.token, self.ctx.instant, self.task.partition_id
+            )
+            stat = write_log_file(
+                self.storage, target, written, self.precombine, self.ctx.avro_with_meta, self.guard
+            )
+            with self._lock:
+                self.result.write_stats.append(stat)
+        self._after_owner_write(partition_path, fid, changes, flush_no, keep)
+
+    def _has_logs(self, fid: str) -> bool:
+        sl = self.slices.get(fid)
+        return sl is not None and sl.has_logs
+
+    def _after_owner_write(
+        self, partition_path: str, fid: str, changes: pa.Table, flush_no: int, keep: bool
+    ) -> None:
         if keep:
             self._stage(partition_path, fid, changes, flush_no, owner=True)
         elif fid in self._moved_from:
@@ -375,7 +426,9 @@ class UpsertTask:
         with self.storage.open_output(rel) as out:
             pq.write_table(changes, out, compression="lz4")
         self.guard.wrote(rel)
-        staged = StagedChanges(partition_path, fid, rel, changes.num_rows, owner)
+        staged = StagedChanges(
+            partition_path, fid, rel, changes.num_rows, owner, rewrite=fid in self._rewrite
+        )
         with self._lock:
             (self.result.owned if owner else self.result.staged).append(staged)
 

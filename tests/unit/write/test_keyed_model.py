@@ -69,17 +69,17 @@ def test_commit_time_ordering_matches_hudi_semantics(tmp_path, monkeypatch, inde
     check_against_model(tmp_path, monkeypatch, index, move, seed, commit_time=True)
 
 
-def check_against_model(tmp_path, monkeypatch, index, move, seed, commit_time=False):
+def check_against_model(tmp_path, monkeypatch, index, move, seed, commit_time=False, extra=None, rounds=4):
     rng = random.Random(1000 + seed)
     gen = BatchGenerator(seed)
     model = KeyedModel(index, move, commit_time)
     path = tmp_path / "t"
-    options = options_for(index, move, commit_time)
+    options = {**options_for(index, move, commit_time), **(extra or {})}
     options["hoodie.write.buffer.bucket.max.bytes"] = str(rng.choice([1500, 10**8]))  # many flushes, or one
     # several tag batches per task, or one
     monkeypatch.setattr(upsert_task, "TAG_ROWS", rng.choice([20, upsert_task.TAG_ROWS]))
-    for step in range(4):  # inserts; updates, moves, late records, soft deletes; the delete operation; again
-        operation = "delete" if step == 2 else "upsert"
+    for step in range(rounds):  # inserts; updates, moves, late records, soft deletes; the delete operation; again
+        operation = "delete" if step % 4 == 2 else "upsert"
         rows = next_batch(gen, model, rng, operation, 40, (60, 200))
         shards = shard(rows, rng.randrange(1, 5), rng)
         write_shards(path, options, shards, operation)

@@ -22,6 +22,7 @@ __all__ = [
     "HoodieTableError",
     "cluster",
     "read",
+    "compact",
     "register",
     "write",
 ]
@@ -57,5 +58,19 @@ def cluster(path: str, options: dict | None = None, spark=None):
 
         return run_clustering(spark, path, options)
     from hoodie_sink.table.services.clustering import run
+
+    return run(path, dict(options or {}))
+
+
+def compact(path: str, options: dict | None = None, spark=None):
+    """Finish pending compactions of the merge-on-read table at `path`, then schedule and execute
+    one (of every file slice with log files): as a Spark job when `spark` is given (one task per
+    file slice), else in a local thread pool.  Returns the CompactionResults (empty: nothing to
+    compact)."""
+    if spark is not None:
+        from hoodie_sink.datasource.compaction import run_compaction
+
+        return run_compaction(spark, path, options)
+    from hoodie_sink.table.services.compaction import run
 
     return run(path, dict(options or {}))

@@ -11,10 +11,10 @@ import argparse
 import sys
 
 from hoodie_sink import __version__
-from hoodie_sink.cli import checks, cluster, files, services, timeline
+from hoodie_sink.cli import checks, cluster, compact, files, services, timeline
 from hoodie_sink.errors import HoodieError
 
-COMMANDS = (timeline, files, checks, services, cluster)  # each module adds its subcommands
+COMMANDS = (timeline, files, checks, services, cluster, compact)  # each module adds its subcommands
 
 
 def parser() -> argparse.ArgumentParser:

@@ -182,3 +182,23 @@ def test_savepoint_and_restore_through_the_entry_point(tmp_path):
     assert_table_matches(path, trips(12, start=8).to_pylist() + trips(8, start=0).to_pylist()[:8])
     assert cli("savepoint", str(path), "--delete", made["instant"]).returncode == 0
     assert cli("restore", str(path), made["instant"]).returncode == 3  # no such savepoint now
+
+
+def test_cli_compacts_a_merge_on_read_table(tmp_path, capsys):
+    path = tmp_path / "t"
+    mor = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.compact.inline": "false"}
+    t = trips(40)
+    hoodie_sink.write(t, str(path), {**mor, "hoodie.datasource.write.operation": "bulk_insert"})
+    rows = {r["id"]: r for r in t.to_pylist()}
+    for start in (0, 5):
+        u = trips(10, start=start)
+        hoodie_sink.write(u, str(path), {**mor, "hoodie.datasource.write.operation": "upsert"})
+        rows.update({r["id"]: r for r in u.to_pylist()})
+    assert main(["compact", "--path", str(path), "--schedule-only", "--json"]) == 0
+    scheduled = json.loads(capsys.readouterr().out)["scheduled"]
+    assert main(["compact", "--path", str(path), "--json"]) == 0
+    (done,) = json.loads(capsys.readouterr().out)["compactions"]
+    assert done["instant"] == scheduled and done["logFiles"] >= 2
+    assert_table_matches(path, list(rows.values()))
+    assert main(["compact", "--path", str(path)]) == 0
+    assert "nothing to compact" in capsys.readouterr().out

@@ -128,6 +128,9 @@ class SliceFiles:
     log_names: tuple[str, ...] = ()
     max_version: int = 0
     has_deletes: bool = False  # a log of the slice holds a delete block (its deltacommit says so)
+    # a pending compaction holds the file group: new logs start the slice of its instant
+    # (`base_instant`), while base_name/log_names are the slice being compacted (what is stored)
+    compacting: bool = False
 
     @property
     def has_logs(self) -> bool:

@@ -22,7 +22,14 @@ from hoodie_sink.table.format.file_group import (
     LogFile,
     SliceFiles,
 )
-from hoodie_sink.table.format.timeline.instant import DELTA_COMMIT, REPLACE_COMMIT
+from hoodie_sink.table.format.compaction_plan import decode_compaction_plan
+from hoodie_sink.table.format.timeline.instant import (
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    REQUESTED,
+    Instant,
+)
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commit_metadata
 from hoodie_sink.table.storage import Storage
 
@@ -162,8 +169,15 @@ class FileSystemView:
                     f"{self.storage.full(bf.partition_path)}: {prev.base_file.name} and {bf.name}."
                 )
             slices[key] = FileSlice(bf.partition_path, bf.file_id, bf.instant, base_file=bf)
+        compacting = self.pending_compactions(q)
         for lf in sorted(self.listing.log_files):
-            if not visible(lf.base_instant, lf.partition_path, lf.file_id):
+            # logs written while a compaction is pending start the slice of the compaction instant
+            if lf.base_instant in compacting:
+                if (lf.partition_path, lf.file_id) in replaced or lf.base_instant > q:
+                    continue
+                if partition_filter is not None and not partition_filter(lf.partition_path):
+                    continue
+            elif not visible(lf.base_instant, lf.partition_path, lf.file_id):
                 continue
             key = (lf.partition_path, lf.file_id, lf.base_instant)
             slices.setdefault(
@@ -172,6 +186,30 @@ class FileSystemView:
         for (part, fid, _), sl in sorted(slices.items()):
             groups.setdefault((part, fid), FileGroup(part, fid)).slices.append(sl)
         return list(groups.values())
+
+    def pending_compactions(self, as_of: str | None = None) -> set[str]:
+        return {
+            i.timestamp for i in self.timeline.pending((COMPACTION,)) if as_of is None or i.timestamp <= as_of
+        }
+
+    def read_slices(
+        self, as_of: str | None = None, partition_filter: Callable[[str], bool] | None = None
+    ) -> list[FileSlice]:
+        """The slice a snapshot reads of every file group: its latest, merged with the slice before
+        it while the latest is the (base-less) slice of a pending compaction, as Java's
+        getLatestMergedFileSlicesBeforeOrOn does."""
+        compacting = self.pending_compactions(self.query_instant(as_of))
+        out = []
+        for fg in self.file_groups(as_of, partition_filter):
+            sl = fg.latest_slice
+            if sl is None:
+                continue
+            if sl.base_file is None and sl.base_instant in compacting and len(fg.slices) > 1:
+                prev = fg.slices[-2]
+                sl = FileSlice(sl.partition_path, sl.file_id, prev.base_instant, base_file=prev.base_file,
+                               log_files=prev.log_files + sl.log_files)  # fmt: skip
+            out.append(sl)
+        return out
 
     def latest_base_files(
         self, as_of: str | None = None, partition_filter: Callable[[str], bool] | None = None
@@ -183,6 +221,22 @@ class FileSystemView:
                     out.append(sl.base_file)
                     break
         return out
+
+
+def _compaction_targets(view: FileSystemView) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> the pending compaction whose plan holds the file group."""
+    out: dict[tuple[str, str], str] = {}
+    for ts in sorted(view.pending_compactions()):
+        rel = f"{META_DIR}/{Instant(ts, COMPACTION, REQUESTED).file_name}"
+        try:
+            plan = decode_compaction_plan(view.storage.read_bytes(rel))
+        except (FileNotFoundError, ValueError, KeyError) as e:
+            raise HoodieTableError(
+                f"The plan of pending compaction {ts} on {view.storage.base_uri} is unreadable ({e}): the file "
+                "groups it compacts are unknown. Help: roll the compaction back with Apache Hudi."
+            ) from e
+        out.update(((op.partition_path, op.file_id), ts) for op in plan)
+    return out
 
 
 def _logs_with_deletes(view: FileSystemView) -> set[str]:
@@ -205,19 +259,21 @@ def latest_slice_files(view: FileSystemView) -> tuple[SliceFiles, ...]:
         versions[key] = max(versions.get(key, 0), lf.version)
     with_deletes = _logs_with_deletes(view)
     out = []
-    for fg in view.file_groups():
-        sl = fg.latest_slice
-        if sl is None:
-            continue
+    targets = _compaction_targets(view)
+    for sl in view.read_slices():
+        # new logs go to the latest slice: for a file group in a pending compaction plan, the slice
+        # of the compaction instant (Java's file-system view adds it, empty, to each such group)
+        base_instant = targets.get((sl.partition_path, sl.file_id), sl.base_instant)
         out.append(
             SliceFiles(
                 partition_path=sl.partition_path,
                 file_id=sl.file_id,
-                base_instant=sl.base_instant,
+                base_instant=base_instant,
                 base_name=sl.base_file.name if sl.base_file is not None else None,
                 log_names=tuple(lf.name for lf in sl.log_files),
-                max_version=versions.get((sl.partition_path, sl.file_id, sl.base_instant), 0),
+                max_version=versions.get((sl.partition_path, sl.file_id, base_instant), 0),
                 has_deletes=any(lf.path in with_deletes for lf in sl.log_files),
+                compacting=base_instant != sl.base_instant,
             )
         )
     return tuple(out)

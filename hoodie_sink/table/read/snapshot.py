@@ -90,8 +90,7 @@ class Snapshot:
     def file_slices(self, partition_filter: Callable[[str], bool] | None = None) -> list[FileSlice]:
         """The latest file slice of every file group (merge-on-read snapshot reads)."""
         view = FileSystemView.load(self.storage, self.timeline)
-        groups = view.file_groups(self.instant, partition_filter)
-        return [fg.latest_slice for fg in groups if fg.latest_slice is not None]
+        return view.read_slices(self.instant, partition_filter)
 
     def read_refs(self, partition_filter: Callable[[str], bool] | None = None) -> list[str]:
         """What this snapshot's read tasks read, one string each: a base file's path, or with

@@ -1,5 +1,5 @@
-"""The table services that run inline after a commit, in Apache Hudi's order: clustering (when
-due), cleaning, archival.
+"""The table services that run inline after a commit, in Apache Hudi's order: compaction of a
+merge-on-read table and clustering (when due), cleaning, archival.
 
 They run in the process that committed, once the commit has landed, so a service that fails
 never undoes or hides the write: it is logged and retried after the next commit (each service
@@ -14,17 +14,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.timeline.instant import CLEAN
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.metrics import PhaseClock
-from hoodie_sink.table.services import clustering
+from hoodie_sink.table.services import clustering, compaction
 from hoodie_sink.table.services.archival import ArchivalConfig, ArchivalResult, run_archival
 from hoodie_sink.table.services.cleaning import CleanConfig, CleanResult, run_clean
 from hoodie_sink.table.services.clustering import ClusteringResult
+from hoodie_sink.table.services.compaction import CompactionResult
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -39,11 +40,18 @@ class ServicesReport:
     clustering: ClusteringResult | None
     clean: CleanResult | None
     archival: ArchivalResult | None
-    phases_ms: dict[str, int]  # clustering, clean, archive: what each took (metrics.py)
+    phases_ms: dict[str, int]  # compaction, clustering, clean, archive: what each took (metrics.py)
+    compactions: list[CompactionResult] = field(default_factory=list)
 
 
 def run_after_commit(cfg: WriteConfig) -> ServicesReport:
     clock = PhaseClock()
+    compacted: list[CompactionResult] = []
+    with clock.phase("compaction"):
+        if cfg.compact_async:
+            _in_background("compaction", cfg, compaction.maybe_run_inline)
+        else:
+            compacted = _guarded("compaction", cfg, compaction.maybe_run_inline) or []  # type: ignore[assignment]
     with clock.phase("clustering"):
         clustered = clustering.maybe_run_inline(cfg)
     cleaned: CleanResult | None = None
@@ -58,7 +66,7 @@ def run_after_commit(cfg: WriteConfig) -> ServicesReport:
             _in_background("archival", cfg, _archive)
         elif cfg.archive_automatic:
             archived = _guarded("archival", cfg, _archive, cfg.fail_on_archiving)  # type: ignore[assignment]
-    return ServicesReport(clustered, cleaned, archived, clock.ms)
+    return ServicesReport(clustered, cleaned, archived, clock.ms, compacted)
 
 
 # hoodie.clean.async / hoodie.archive.async: the service runs in a daemon thread of the committing

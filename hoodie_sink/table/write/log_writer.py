@@ -123,10 +123,18 @@ def write_log_file(
         extra={
             "logVersion": target.version,
             "logOffset": 0,
-            "baseFile": sl.base_name or "",
-            "logFiles": sorted(set(sl.log_names) | {target.name}),
+            "baseFile": "" if sl.compacting else sl.base_name or "",
+            "logFiles": sorted(set(_slice_logs(sl)) | {target.name}),
         },
     )
+
+
+def _slice_logs(sl: SliceFiles) -> list[str]:
+    """The log files of the slice written to (not those of the slice a pending compaction merges)."""
+    if not sl.compacting:
+        return list(sl.log_names)
+    logs = (LogFile.parse(sl.partition_path, n) for n in sl.log_names)
+    return [lf.name for lf in logs if lf is not None and lf.base_instant == sl.base_instant]
 
 
 def _with_meta(upserts: pa.Table, target: LogWrite) -> pa.Table:

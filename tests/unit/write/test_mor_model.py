@@ -19,4 +19,6 @@ MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("index,move", VARIANTS, ids=[f"{i}{'-move' if m else ''}" for i, m in VARIANTS])
 def test_mor_keyed_writes_match_hudi_semantics(tmp_path, monkeypatch, index, move, seed):
-    check_against_model(tmp_path, monkeypatch, index, move, seed, extra=MOR, rounds=7)
+    # inline compaction after every 2 or 3 deltacommits, or none within the 7 rounds
+    compaction = {"hoodie.compact.inline.max.delta.commits": ["2", "3", "50", "50"][seed]}
+    check_against_model(tmp_path, monkeypatch, index, move, seed, extra={**MOR, **compaction}, rounds=7)

@@ -7,8 +7,8 @@ Tasks and driver share nothing but storage, as the sink's writes do.
 
 from __future__ import annotations
 
-from hoodie_sink.table.format.compaction_plan import CompactionOperation
 from hoodie_sink.table.format.commit_metadata import WriteStat
+from hoodie_sink.table.format.compaction_plan import CompactionOperation
 from hoodie_sink.table.format.file_group import write_token
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.services.compaction import CompactionJob, CompactionResult

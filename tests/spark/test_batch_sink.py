@@ -30,8 +30,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from tests.support import faulty_source
 from hoodie_sink.table.format.schema import META_COLUMNS as META
+from tests.support import faulty_source
 from tests.support.tables import (
     COW_FIXTURES,
     assert_table_matches,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.spark.test_streaming import cdc_files, model_of
-from tests.support.tables import assert_table_matches, hudi_rs_read
+from tests.support.tables import all_write_stats, assert_table_matches, hudi_rs_read
 from tests.support.worker_site import driver_env
 
 pytestmark = pytest.mark.slow
@@ -36,13 +36,18 @@ if SPEC:
     from hoodie_sink.datasource import stream_writer
     from hoodie_sink.table.write import write_path
 
-    POINT, MARKS = SPEC.split(":", 1)
+    POINT, MARKS, *SKIP = SPEC.split(":")
+    SKIP = int(SKIP[0]) if SKIP else 0  # pass the point this many times first (a later micro-batch)
 
     def pause(point):
         """Announce the crash point and wait to be killed."""
         if point != POINT:
             return
         os.makedirs(MARKS, exist_ok=True)
+        with open(os.path.join(MARKS, "passes"), "a") as f:  # one byte per pass, any process
+            f.write(".")
+        if os.path.getsize(os.path.join(MARKS, "passes")) <= SKIP:
+            return
         with open(os.path.join(MARKS, point), "w") as f:
             f.write(str(os.getpid()))
         time.sleep(600)
@@ -70,7 +75,7 @@ if SPEC:
 DRIVER = r"""
 import sys
 from pyspark.sql import SparkSession
-src, path, ckpt = sys.argv[1:4]
+src, path, ckpt, table_type = sys.argv[1:5]
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2").getOrCreate())
 df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN")
@@ -78,6 +83,10 @@ df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hood
 q = (df.writeStream.format("hoodie").option("hoodie.datasource.write.recordkey.field", "id")
      .option("hoodie.datasource.write.partitionpath.field", "city")
      .option("hoodie.datasource.write.precombine.field", "ts")
+     .option("hoodie.datasource.write.table.type", table_type)
+     .option("hoodie.compact.inline.max.delta.commits", "2")
+     # no small-file packing (as Hudi's MOR fixtures): updates of a micro-batch always go to logs
+     .option("hoodie.parquet.small.file.limit", "0")
      # a crashed write is rolled back once its heartbeat has expired: 1 s x (2 misses + 1) here,
      # well within the restart's JVM start
      .option("hoodie.client.heartbeat.interval_in_ms", "1000")
@@ -110,27 +119,39 @@ def run_driver(script: Path, args: list[str], env: dict, kill_marker: Path | Non
     return ""
 
 
-@pytest.mark.parametrize("point", ["during-write", "before-commit", "after-commit"])
-def test_kill_and_restart_is_exactly_once(tmp_path, point):
+KILLS = [("COPY_ON_WRITE", p, 0) for p in ("during-write", "before-commit", "after-commit")]
+# merge-on-read: killed in the third micro-batch, which appends logs to the first two's file groups
+KILLS += [("MERGE_ON_READ", "during-write", 2), ("MERGE_ON_READ", "before-commit", 2)]
+
+
+@pytest.mark.parametrize("table_type,point,skip", KILLS, ids=[f"{t[:3].lower()}-{p}" for t, p, _ in KILLS])
+def test_kill_and_restart_is_exactly_once(tmp_path, table_type, point, skip):
     src, path, ckpt = tmp_path / "src", tmp_path / "t", tmp_path / "ckpt"
-    batches = cdc_files(src, 3, seed=5, rows=(100, 200))
+    batches = cdc_files(src, 4, seed=5, rows=(100, 200))
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     marks = tmp_path / "marks"
     env = driver_env(tmp_path / "site", SITECUSTOMIZE)
-    run_driver(script, [str(src), str(path), str(ckpt)], {**env, KILL_AT: f"{point}:{marks}"}, marks / point)
+    args = [str(src), str(path), str(ckpt), table_type]
+    run_driver(script, args, {**env, KILL_AT: f"{point}:{marks}:{skip}"}, marks / point)
     # the pause ran in a Python worker of the driver, not in the test process
     assert int((marks / point).read_text()) != os.getpid()
     # the crashed batch's data is not visible (a), (b); or already complete (c)
     visible = hudi_rs_read(path).num_rows if (path / ".hoodie").exists() else 0
     assert visible <= len(model_of(batches))
-    run_driver(script, [str(src), str(path), str(ckpt)], env, None)
+    run_driver(script, args, env, None)
     assert_table_matches(path, model_of(batches))
     # nothing left pending, no file of a rolled-back instant
     hoodie = path / ".hoodie"
     pending = [p.name for p in hoodie.iterdir() if p.name.endswith((".inflight", ".requested"))]
-    completed = {p.name.split(".")[0] for p in hoodie.glob("*.commit")}
+    completed = {p.name.split(".")[0] for p in [*hoodie.glob("*.commit"), *hoodie.glob("*.deltacommit")]}
     rollbacks = {p.name.split(".")[0] for p in hoodie.glob("*.rollback")}  # the crashed batch's, as Java's
     assert all(p.split(".")[0] in completed | rollbacks for p in pending)
     data = [p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts]
     assert all(p.stem.rsplit("_", 1)[1] in completed for p in data)
+    # every log file on storage was written by a completed deltacommit (the crashed one's are gone)
+    reported = {s["path"] for s in all_write_stats(path)}
+    logs = [p for p in path.rglob(".*.log.*") if ".hoodie" not in p.parts]
+    assert all(str(p.relative_to(path)) in reported for p in logs)
+    if table_type == "MERGE_ON_READ":
+        assert logs and list(hoodie.glob("*.compaction.requested"))

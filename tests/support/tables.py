@@ -185,3 +185,12 @@ def streaming_batch_ids(path: str | Path) -> list[int]:
         if raw:
             out.append(int(next(iter(json.loads(raw).values()))))
     return out
+
+
+def all_write_stats(path: str | Path) -> list[dict]:
+    """The write stats (JSON) of every completed write instant on the active timeline."""
+    from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
+    from hoodie_sink.table.storage import Storage
+
+    active = ActiveTimeline.load(Storage(str(path)))
+    return [s.to_json() for i in active.completed() for s in active.commit_metadata(i).write_stats]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.compaction_plan import decode_compaction_plan
 from hoodie_sink.table.format.file_group import (
     BASE_FILE_EXT,
     PARTITION_METAFILE,
@@ -22,7 +23,6 @@ from hoodie_sink.table.format.file_group import (
     LogFile,
     SliceFiles,
 )
-from hoodie_sink.table.format.compaction_plan import decode_compaction_plan
 from hoodie_sink.table.format.timeline.instant import (
     COMPACTION,
     DELTA_COMMIT,

@@ -49,7 +49,9 @@ def run_after_commit(cfg: WriteConfig) -> ServicesReport:
     compacted: list[CompactionResult] = []
     with clock.phase("compaction"):
         if cfg.compact_async:
-            _in_background("compaction", cfg, compaction.maybe_run_inline)
+            # planned here, between this writer's commits; executed beside the next writes
+            if _guarded("compaction scheduling", cfg, compaction.maybe_schedule) is not None:
+                _in_background("compaction", cfg, compaction.execute_pending)
         else:
             compacted = _guarded("compaction", cfg, compaction.maybe_run_inline) or []  # type: ignore[assignment]
     with clock.phase("clustering"):

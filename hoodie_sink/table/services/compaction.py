@@ -54,6 +54,7 @@ from hoodie_sink.table.format.timeline.instant import (
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.read.file_slice import LogStats, MergeRule, read_file_slice
+from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema, parquet_settings_of
 from hoodie_sink.table.write.rollback import delete_files
@@ -137,16 +138,24 @@ def file_groups_under_compaction(storage: Storage, timeline: Timeline) -> dict[t
     return out
 
 
-def schedule(storage: Storage, cfg: WriteConfig, force: bool = False) -> str | None:
+def schedule(
+    storage: Storage, cfg: WriteConfig, force: bool = False, wait_for_writes_s: float = 0.0
+) -> str | None:
     """Write a compaction plan if one is due (or `force`) and there is something to compact; its
-    instant, or None."""
+    instant, or None.  A plan needs a moment without writes in flight (a log a pending write adds
+    to a planned slice would be missed): up to `wait_for_writes_s` is spent waiting for one (a
+    stream leaves gaps between micro-batches)."""
     _check_merge_on_read(storage)
     timeline = Timeline.load(storage)
     if not force and not compaction_due(cfg, timeline):
         return None
-    if timeline.pending(WRITE_ACTIONS):
-        log.info("hoodie: not scheduling a compaction of %s: a write is in flight", storage.base_uri)
-        return None
+    deadline = time.monotonic() + wait_for_writes_s
+    while timeline.pending(WRITE_ACTIONS):
+        if time.monotonic() >= deadline:
+            log.info("hoodie: not scheduling a compaction of %s: a write is in flight", storage.base_uri)
+            return None
+        time.sleep(0.05)
+        timeline = Timeline.load(storage)
     excluded = set(file_groups_under_clustering(storage, timeline)) | set(
         file_groups_under_compaction(storage, timeline)
     )
@@ -305,21 +314,20 @@ def _slice_of(op: CompactionOperation) -> FileSlice:
 
 
 def run(
-    path: str,
-    options: dict[str, str] | WriteConfig,
-    force: bool = True,
-    runner: OperationRunner | None = None,
-) -> list[CompactionResult]:
+    path: str, options: dict[str, str] | WriteConfig, force: bool = True, runner: OperationRunner | None = None,
+    wait_for_writes_s: float = 0.0,
+) -> list[CompactionResult]:  # fmt: skip
     """Finish pending compactions, then schedule one (if due, or with `force` whenever there are
-    logs) and execute it."""
+    logs) and execute it.  One runner per table at a time (a lock renewed while it works)."""
     cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
     storage = Storage(path)
     _check_merge_on_read(storage)
-    pending = pending_compactions(Timeline.load(storage))
-    out = [execute(storage, inst.timestamp, cfg, runner) for inst in pending]
-    instant = schedule(storage, cfg, force=force)
-    if instant is not None:
-        out.append(execute(storage, instant, cfg, runner))
+    with service_lock(storage, "compaction", "compact"):
+        pending = pending_compactions(Timeline.load(storage))
+        out = [execute(storage, inst.timestamp, cfg, runner) for inst in pending]
+        instant = schedule(storage, cfg, force=force, wait_for_writes_s=wait_for_writes_s)
+        if instant is not None:
+            out.append(execute(storage, instant, cfg, runner))
     return out
 
 
@@ -331,3 +339,19 @@ def maybe_run_inline(cfg: WriteConfig) -> list[CompactionResult]:
     if read_table_config(storage).table_type != MERGE_ON_READ:
         return []
     return run(cfg.path, cfg, force=False)
+
+
+def maybe_schedule(cfg: WriteConfig) -> str | None:
+    """hoodie.datasource.compaction.async.enable, right after a commit (no write of this writer in
+    flight): plan a compaction when due; `execute_pending` runs it in the background."""
+    storage = Storage(cfg.path)
+    if read_table_config(storage).table_type != MERGE_ON_READ or pending_compactions(Timeline.load(storage)):
+        return None  # one plan at a time: the pending one is being executed
+    with service_lock(storage, "compaction", "schedule a compaction", wait_seconds=5.0):
+        return schedule(storage, cfg)
+
+
+def execute_pending(cfg: WriteConfig) -> list[CompactionResult]:
+    storage = Storage(cfg.path)
+    with service_lock(storage, "compaction", "compact"):
+        return [execute(storage, inst.timestamp, cfg) for inst in pending_compactions(Timeline.load(storage))]

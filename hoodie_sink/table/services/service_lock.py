@@ -2,11 +2,14 @@
 
 Two schedulers working from the same listing would plan the same files twice (clustering: both
 replacecommits would publish the same rows; cleaning and archival: two instants for one job).
-The lock holds its creation time: one older than STALE_LOCK_SECONDS was left by a crash.
+The lock holds the time its holder last renewed it (every STALE_LOCK_SECONDS / 4, from a
+thread, so a long job keeps it): one older than STALE_LOCK_SECONDS was left by a crash.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +44,19 @@ def service_lock(storage: Storage, name: str, what: str, wait_seconds: float = 1
                 f"runner for over {wait_seconds:.0f} s."
             )
         time.sleep(0.05)
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(STALE_LOCK_SECONDS / 4):
+            # a failed renewal is retried at the next tick; a lock not renewed for long is taken over
+            with contextlib.suppress(OSError):
+                storage.write_atomic(path, repr(time.time()).encode("ascii"))
+
+    keeper = threading.Thread(target=renew, name=f"hoodie-lock-{name}", daemon=True)
+    keeper.start()
     try:
         yield
     finally:
+        done.set()
+        keeper.join()
         storage.delete(path)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 import hoodie_sink
 from hoodie_sink.table.services.after_commit import wait_for_background_services
-from tests.spark.test_streaming import OPTS, SCHEMA, cdc_files, model_of, run_stream
+from tests.spark.test_streaming import OPTS, cdc_files, model_of, run_stream
 from tests.support.tables import assert_table_matches, hudi_rs_timeline
 
 MOR = {

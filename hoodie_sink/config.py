@@ -531,6 +531,12 @@ class WriteConfig:
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
                 f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
             )
+        if self.index_type == "bucket" and self.operation in ("insert", "bulk_insert", "append"):
+            raise HoodieConfigError(
+                f"Option 'hoodie.datasource.write.operation'='{self.operation}' with 'hoodie.index.type'='BUCKET' "
+                "is not supported: it would write file groups outside the hash buckets, which the bucket index "
+                "can never find. Help: write with operation 'upsert' (new keys are inserted into their bucket)."
+            )
         if self.max_file_size < 1024:
             raise HoodieConfigError(
                 f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}."

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.index.bucket import bucket_file_id_prefix, bucket_of_file_id, record_key_bucket_ids
 from hoodie_sink.table.write.merge import KEY, KIND, MOVED_OUT, PART, UPSERT
 
@@ -66,9 +67,15 @@ class BucketAssigner:
         self.buckets_by_partition: dict[str, dict[int, str]] = {}
         if self.index_type == "bucket":
             for bf in ctx.base_files:
-                self.buckets_by_partition.setdefault(bf.partition_path, {})[bucket_of_file_id(bf.file_id)] = (
-                    bf.file_id
-                )
+                try:
+                    bucket = bucket_of_file_id(bf.file_id)
+                except ValueError as e:
+                    raise HoodieTableError(
+                        f"{bf.path} in {ctx.config.path} is not in a hash bucket ({e}): the BUCKET index cannot "
+                        "find its keys. It was written by another index or a bulk_insert/insert/append without "
+                        "the bucket index. Help: keep writing this table with its original index type."
+                    ) from e
+                self.buckets_by_partition.setdefault(bf.partition_path, {})[bucket] = bf.file_id
 
     # -- keyed writes (upsert, delete) ---------------------------------------------------
     def assign(self, changes: pa.Table, tags, stored_ordering: StoredOrdering | None = None) -> Assignment:

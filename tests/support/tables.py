@@ -27,8 +27,12 @@ FIXTURE_DIRS = {
     "cow_v6_nonpartitioned": "v6_nonpartitioned",
     "cow_v6_simplekeygen_nonhivestyle": "v6_simplekeygen_nonhivestyle",
     "mor_avro_v6_trips_8i1u": "v6_trips_8i1u",
+    "mor_parquet_v6_empty": "v6_empty",
+    "mor_parquet_v6_nonpartitioned": "v6_nonpartitioned",
+    "mor_parquet_v6_simplekeygen_nonhivestyle": "v6_simplekeygen_nonhivestyle",
 }
 COW_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("cow_")]
+MOR_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("mor_")]
 
 
 def unzip_fixture(name: str, dest: Path) -> Path:

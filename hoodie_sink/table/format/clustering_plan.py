@@ -26,8 +26,9 @@ PLAN_STRATEGY_CLASS = "org.apache.hudi.client.clustering.plan.strategy.SparkSize
 class InputSlice:
     partition_path: str
     file_id: str
-    path: str  # base file, relative to the table's base path
+    path: str  # base file, relative to the table's base path ("" for a log-only slice)
     size: int
+    log_paths: tuple[str, ...] = ()  # merge-on-read: the slice's log files (relative), oldest first
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,8 @@ def to_avro_plan(groups: list[ClusteringGroup], cfg: WriteConfig, base_uri: str)
                 "slices": [
                     {
                         # Java records the base file's full path
-                        "dataFilePath": posixpath.join(base_uri.rstrip("/"), s.path),
-                        "deltaFilePaths": [],
+                        "dataFilePath": posixpath.join(base_uri.rstrip("/"), s.path) if s.path else "",
+                        "deltaFilePaths": [posixpath.join(base_uri.rstrip("/"), p) for p in s.log_paths],
                         "fileId": s.file_id,
                         "partitionPath": s.partition_path,
                         "bootstrapFilePath": "",
@@ -91,10 +92,16 @@ def from_avro_plan(plan: dict[str, Any], base_uri: str) -> tuple[list[Clustering
     for g in plan.get("inputGroups") or []:
         slices = []
         for s in g.get("slices") or []:
+            part = s.get("partitionPath") or ""
+
+            def relative(path: str, part: str = part) -> str:
+                if path.startswith(root):
+                    return path[len(root) :]
+                return posixpath.join(part, posixpath.basename(path))
+
             path = s.get("dataFilePath") or ""
-            rel = path[len(root):] if path.startswith(root) else posixpath.join(
-                s.get("partitionPath") or "", posixpath.basename(path))  # fmt: skip
-            slices.append(InputSlice(s.get("partitionPath") or "", s["fileId"], rel, 0))
+            logs = tuple(relative(p) for p in s.get("deltaFilePaths") or [])
+            slices.append(InputSlice(part, s["fileId"], relative(path) if path else "", 0, logs))
         if slices:
             groups.append(ClusteringGroup(tuple(slices), int(g.get("numOutputFileGroups") or 1)))
     strategy = plan.get("strategy") or {}

@@ -21,18 +21,20 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieCommitError, HoodieTableError
+from hoodie_sink.errors import HoodieCommitError, HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.clustering_plan import (
     CLUSTER,
     ClusteringGroup,
+    InputSlice,
     clustering_plan,
     file_groups_under_clustering,
     from_avro_plan,
@@ -40,7 +42,14 @@ from hoodie_sink.table.format.clustering_plan import (
     to_avro_plan,
 )
 from hoodie_sink.table.format.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
-from hoodie_sink.table.format.file_group import file_id, new_file_id_prefix, write_token
+from hoodie_sink.table.format.file_group import (
+    BaseFile,
+    FileSlice,
+    LogFile,
+    file_id,
+    new_file_id_prefix,
+    write_token,
+)
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import (
     Heartbeat,
@@ -56,7 +65,9 @@ from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.read.base_file import read_base_file
+from hoodie_sink.table.read.file_slice import MergeRule, read_file_slice
 from hoodie_sink.table.services.clustering_strategy import plan_groups
+from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
@@ -87,16 +98,27 @@ def schedule(storage: Storage, cfg: WriteConfig) -> str | None:
 
 
 def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
-    if read_table_config(storage).table_type == MERGE_ON_READ:
-        # its file slices may have log files, which a base-file rewrite would drop
-        raise HoodieTableError(
-            f"Clustering of the MERGE_ON_READ table at {storage.base_uri} is not supported yet (its log "
-            "files would need merging first)."
+    if cfg.index_type == "bucket":
+        raise HoodieConfigError(
+            "Clustering with 'hoodie.index.type'='BUCKET' is not supported: the new file groups would lie "
+            "outside the hash buckets (as in Hudi, whose simple bucket index refuses clustering too)."
         )
     timeline = Timeline.load(storage)  # under the lock: every earlier plan is on it
     pending = set(file_groups_under_clustering(storage, timeline))
-    base_files = FileSystemView.load(storage, timeline).latest_base_files()
+    view = FileSystemView.load(storage, timeline)
+    base_files = view.latest_base_files()
+    logs: dict[tuple[str, str], tuple[str, ...]] = {}
+    if read_table_config(storage).table_type == MERGE_ON_READ:
+        # a merge-on-read slice is clustered with its logs merged in; file groups a pending
+        # compaction holds are left to it
+        pending |= set(file_groups_under_compaction(storage, timeline))
+        logs = {
+            (sl.partition_path, sl.file_id): tuple(lf.path for lf in sl.log_files)
+            for sl in view.read_slices()
+        }
     groups = plan_groups(base_files, pending, cfg)
+    if logs:
+        groups = [with_logs(g, logs) for g in groups]
     if not groups:
         return None
     plan = to_avro_plan(groups, cfg, storage.base_uri)
@@ -143,7 +165,7 @@ def execute_group(
     guard = InstantGuard(storage, job.instant, REPLACE_COMMIT)
     guard.check()
     schema = file_schema(job.data_schema)
-    tables = [read_base_file(storage, s.path, schema) for s in group.slices]
+    tables = [_read_slice(storage, s, schema, job) for s in group.slices]
     rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     del tables
     if job.sort_columns:
@@ -169,6 +191,24 @@ def execute_group(
         )  # fmt: skip
 
     return RollingBaseFileWriter(new_writer, job.settings).write_all(data, keys, times, seqnos)
+
+
+def _read_slice(storage: Storage, s: InputSlice, schema: pa.Schema, job: ClusteringJob) -> pa.Table:
+    """A slice's rows: its base file, merged with its log files in a merge-on-read table."""
+    if not s.log_paths:
+        return read_base_file(storage, s.path, schema)
+    base = BaseFile.parse(*posixpath.split(s.path)) if s.path else None
+    logs = [lf for p in s.log_paths if (lf := LogFile.parse(*posixpath.split(p))) is not None]
+    sl = FileSlice(s.partition_path, s.file_id, base.instant if base else logs[0].base_instant, base, logs)
+    timeline = Timeline.load(storage)
+    table = read_table_config(storage)
+    return read_file_slice(storage, sl, schema, MergeRule.of_table(table),
+                           lambda ts: ts < job.instant and timeline.is_committed(ts))  # fmt: skip
+
+
+def with_logs(group: ClusteringGroup, logs: dict[tuple[str, str], tuple[str, ...]]) -> ClusteringGroup:
+    slices = tuple(replace(s, log_paths=logs.get((s.partition_path, s.file_id), ())) for s in group.slices)
+    return replace(group, slices=slices)
 
 
 GroupRunner = Callable[[ClusteringJob, Sequence[ClusteringGroup]], list[list[WriteStat]]]

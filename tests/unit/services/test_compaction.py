@@ -203,3 +203,26 @@ def test_cleaning_keeps_what_a_pending_compaction_needs(tmp_path):
         t.write(range(ts, 20, 5), ts)
     t.check()
     assert not any(Storage(t.path).exists(f"{op.partition_path}/{op.base_file}") for op in plan)
+
+
+def test_clustering_merges_the_logs_of_merge_on_read_slices(tmp_path):
+    """Issue 12, item 6: clustering rewrites small file groups with their log files merged in."""
+    t = Table(tmp_path / "t", **{"hoodie.compact.inline": "false"})
+    for start in range(0, 60, 15):  # four small file groups per partition
+        t.write(range(start, start + 15), 1, "bulk_insert")
+    t.write(range(0, 60, 4), 2)  # logs on every file group
+    t.write(range(0, 60, 9), 3, "delete")
+    storage = Storage(t.path)
+    assert any(sl.log_files for sl in FileSystemView.load(storage).read_slices())
+    result = hoodie_sink.cluster(t.path, {**t.options, "hoodie.clustering.plan.strategy.sort.columns": "v"})
+    assert result is not None and result.input_files == 8
+    plan = Timeline.load(storage).completed(("replacecommit",))
+    assert len(plan) == 1
+    slices = FileSystemView.load(storage).read_slices()
+    assert len(slices) == 2 and not any(sl.log_files for sl in slices)
+    t.check()
+    t.write(range(1, 60, 5), 4)  # updates of the clustered file groups: logs again
+    t.check()
+    (c,) = [r.instant for r in hoodie_sink.compact(t.path, t.options)]
+    assert c
+    t.check()

@@ -219,6 +219,8 @@ OPTIONS: tuple[Option, ...] = (
            doc="true: an archival that fails after the commit fails the write (its commit stands). "
                "Default false: logged, retried after the next commit."),
     # -- compaction (merge-on-read tables) --
+    Option("hoodie.merge.small.file.group.candidates.limit", "small_file_candidates_limit", _int,
+           doc="Merge-on-read: inserts pad at most this many small file groups (without logs) per partition (1)."),
     Option("hoodie.compact.inline", "compact_inline", _bool,
            doc="Compact a merge-on-read table inline after a commit when the trigger says so (default "
                "true, as Java's Spark writers; false: compact with hoodie_sink.compact or the CLI)."),
@@ -462,6 +464,7 @@ class WriteConfig:
     keep_max_commits: int = 30
     archival_batch: int = 10
     fail_on_archiving: bool = False
+    small_file_candidates_limit: int = 1
     compact_inline: bool = True
     compact_max_delta_commits: int = 5
     compact_max_delta_seconds: int = 3600

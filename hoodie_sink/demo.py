@@ -4,6 +4,9 @@ A synthetic change stream (inserts, updates and deletes of a trips table, one pa
 per micro-batch) flows through df.writeStream.format("hoodie") as upserts.  One progress line
 per micro-batch; at the end the table is read back with hudi-rs (the `hudi` package) and with
 hoodie_sink's own reader and compared with what the stream said the table should hold.
+
+`--mor` lands the stream in a merge-on-read table instead: updates and deletes become log files,
+compacted inline every `hoodie.compact.inline.max.delta.commits` (5) micro-batches.
 """
 
 from __future__ import annotations
@@ -78,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--path", default=os.path.join(os.getcwd(), "demo_table"))
     ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--rows", type=int, default=50_000, help="changes per micro-batch")
+    ap.add_argument("--mor", action="store_true", help="a merge-on-read table (log files and compaction)")
     args = ap.parse_args(argv)
+    table_type = "MERGE_ON_READ" if args.mor else "COPY_ON_WRITE"
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need hoodie_sink too
     from pyspark.sql import SparkSession
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(src)
     shutil.rmtree(args.path, ignore_errors=True)
     print(f"hoodie demo: {args.batches} micro-batches of {args.rows:,} changes (70% inserts, 25% updates, "
-          f"5% deletes) -> {args.path}")  # fmt: skip
+          f"5% deletes) -> {table_type} table {args.path}")  # fmt: skip
     model = make_changes(src, args.batches, args.rows)
 
     spark = (
@@ -128,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         .option("hoodie.datasource.write.partitionpath.field", "city")
         .option("hoodie.datasource.write.precombine.field", "ts")
         .option("hoodie.datasource.write.hive_style_partitioning", "true")
+        .option("hoodie.datasource.write.table.type", table_type)
+        # merge-on-read: inserts in new file groups, so that updates land in log files from the
+        # second micro-batch on (with padding, a table this small has one small file group per
+        # city, which Hudi's rule rewrites with each batch's inserts and updates: no logs)
+        .option("hoodie.parquet.small.file.limit", "0" if args.mor else str(100 << 20))
         .option("checkpointLocation", ckpt)
         .trigger(availableNow=True)
         .start(args.path)
@@ -147,20 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     rs_rows = {r["trip_id"]: (r["fare"], r["ts"]) for r in got.select(["trip_id", "fare", "ts"]).to_pylist()}
     our_rows = {r["trip_id"]: (r["fare"], r["ts"]) for r in ours.to_pylist()}
     want = {k: (v["fare"], v["ts"]) for k, v in model.items()}
-    commits = table.get_timeline().get_completed_commits()
-    files = sum(
-        1
-        for root, _, names in os.walk(args.path)
-        if ".hoodie" not in root
-        for n in names
-        if n.endswith(".parquet")
-    )
+    timeline = table.get_timeline()
+    commits = timeline.get_completed_deltacommits() if args.mor else timeline.get_completed_commits()
+    names = [n for root, _, ns in os.walk(args.path) if ".hoodie" not in root for n in ns]
+    files = sum(1 for n in names if n.endswith(".parquet"))
+    logs = sum(1 for n in names if ".log." in n)
+    compactions = len(timeline.get_completed_commits()) if args.mor else 0
     ok = rs_rows == want and our_rows == want and got.num_rows == len(want)
     sent = args.batches * args.rows
     print(
         f"summary: {sent:,} changes in {elapsed:.1f}s ({sent / elapsed:,.0f} rows/s); the stream implies "
         f"{len(want):,} live trips; hudi-rs reads {got.num_rows:,}, hoodie_sink reads {ours.num_rows:,}; "
-        f"{len(commits)} commits, {files} base files -> {'OK: both readers match the stream' if ok else 'MISMATCH'}"
+        f"{len(commits)} {'deltacommits' if args.mor else 'commits'}, {files} base files"
+        + (f", {logs} log files, {compactions} compactions" if args.mor else "")
+        + f" -> {'OK: both readers match the stream' if ok else 'MISMATCH'}"
     )
     shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1

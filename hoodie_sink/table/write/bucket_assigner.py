@@ -62,7 +62,10 @@ class BucketAssigner:
                 continue
             if 0 < bf.size < cfg.small_file_limit:
                 room = (cfg.max_file_size - bf.size) // max(ctx.avg_record_size, 1)
-                if room > 0:
+                taken = len(self.small.get(bf.partition_path, []))
+                # merge-on-read: the smallest N only (hoodie.merge.small.file.group.candidates.limit,
+                # Java's default 1), so that the other file groups take their updates as logs
+                if room > 0 and (slices is None or taken < cfg.small_file_candidates_limit):
                     self.small.setdefault(bf.partition_path, []).append((bf.file_id, int(room)))
         self.buckets_by_partition: dict[str, dict[int, str]] = {}
         if self.index_type == "bucket":

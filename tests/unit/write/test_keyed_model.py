@@ -78,7 +78,8 @@ def check_against_model(tmp_path, monkeypatch, index, move, seed, commit_time=Fa
     options["hoodie.write.buffer.bucket.max.bytes"] = str(rng.choice([1500, 10**8]))  # many flushes, or one
     # several tag batches per task, or one
     monkeypatch.setattr(upsert_task, "TAG_ROWS", rng.choice([20, upsert_task.TAG_ROWS]))
-    for step in range(rounds):  # inserts; updates, moves, late records, soft deletes; the delete operation; again
+    # inserts; updates, moves, late records, soft deletes; the delete operation; again
+    for step in range(rounds):
         operation = "delete" if step % 4 == 2 else "upsert"
         rows = next_batch(gen, model, rng, operation, 40, (60, 200))
         shards = shard(rows, rng.randrange(1, 5), rng)

@@ -7,17 +7,20 @@ SCHEMA header.  This module turns an Arrow table into that content and back.
 Columns whose Avro type is flat (boolean, int, long, float, double, string, bytes, date,
 timestamp-micros, fixed decimal; each nullable as ``["null", T]``) are encoded and decoded a
 column at a time with numpy: a record's bytes are the concatenation of its fields' bytes, so each
-column becomes one binary array and `binary_join_element_wise` joins them row by row.  Nested
-columns (records, arrays, maps) go through fastavro value by value: the one per-row loop left,
-and only for schemas that have such columns.
+column becomes one binary array and `binary_join_element_wise` joins them row by row.  Decoding
+keeps one cursor per record and reads the fields in schema order, each for all records at once.
+Nested columns (records, arrays, maps) and other unions go through fastavro value by value: the
+per-row loop left, and only for the columns that need it.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import struct
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 import fastavro
 import numpy as np
@@ -179,12 +182,12 @@ def _encode_column(col: pa.Array, field_type: Any) -> pa.Array:
     values = _binary_array(data, lengths)
     branch = _binary_array(np.where(valid, 2, 0).astype(np.uint8), np.ones(n, np.int64))
     full = pa.array(np.full(n, b""), pa.large_binary()) if n else pa.array([], pa.large_binary())
-    if not valid.all():
+    if valid.all():
+        full = values
+    elif valid.any():  # all null: the branch bytes alone (and `values` is empty, nothing to take)
         idx = np.cumsum(valid) - 1
         spread = values.take(pa.array(np.where(valid, idx, 0)))
         full = pc.if_else(pa.array(valid), spread, full)
-    else:
-        full = values
     return _join(branch, full)
 
 
@@ -231,31 +234,353 @@ def avro_block_content(table: pa.Table, avro_schema: dict[str, Any]) -> bytes:
 
 # ------------------------------------------------------------------------------------- decoding
 
+# Decoding mirrors encoding: one int64 cursor per record, advanced field by field in schema order,
+# so every flat field is read for all records at once with numpy gathers.
+_VARINT_MAX = 10  # a zig-zag long takes at most 10 bytes
+_LOGICAL_LONGS: dict[str, pa.DataType] = {
+    "timestamp-micros": pa.timestamp("us", tz="UTC"),
+    "timestamp-millis": pa.timestamp("ms", tz="UTC"),
+    "local-timestamp-micros": pa.timestamp("us"),
+}
+_NUMPY_TYPES = {"int": np.int32, "long": np.int64, "float": np.float32, "double": np.float64}
+# Below this many records, fastavro record by record is faster: numpy costs ~50 us a column a block
+# whatever the count, fastavro ~1 us a value (measured: the crossover is 50 to 100 records).
+_NUMPY_MIN_RECORDS = 64
+# what fastavro raises on bytes that do not fit the schema
+_FASTAVRO_ERRORS = (EOFError, ValueError, IndexError, struct.error)
+
+
+@dataclass
+class _Records:
+    """The block's bytes and the read cursor of every record."""
+
+    content: bytes
+    data: np.ndarray  # content as uint8, no copy
+    pos: np.ndarray  # int64: where the next field of each record starts
+    ends: np.ndarray  # int64: where each record ends (its length prefix says so)
+
+    def advance(self, rows: np.ndarray, by: np.ndarray | int) -> None:
+        """Move the cursors of `rows` past a value; a cursor past its record's end means the
+        length prefix and the bytes disagree (checked here so later gathers stay in bounds)."""
+        self.pos[rows] += by
+        over = self.pos[rows] > self.ends[rows]
+        if over.any():
+            _corrupt(int(rows[np.argmax(over)]), "a value runs past the record's end")
+
+
+def _corrupt(record: int, why: str) -> NoReturn:
+    raise ValueError(f"corrupt Avro data block: record {record}: {why}")
+
+
+@dataclass(frozen=True)
+class _FieldPlan:
+    """How to read one writer field: `kind` for a flat type (None: through fastavro)."""
+
+    name: str
+    kind: str | None
+    inner: Any  # the non-null branch
+    value_branch: int | None  # union index of the value for ["null", T] / [T, "null"], else None
+    parsed: Any  # fastavro schema of a record holding just this field (fallback)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    fields: tuple[_FieldPlan, ...]
+    parsed: Any  # fastavro schema of the whole record (small blocks)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(schema_json: str) -> _Plan:
+    """How to read a writer schema; cached because every block of a log file repeats it."""
+    schema = json.loads(schema_json)
+    named: dict[str, Any] = {}  # named types, registered in field order as a full parse would
+    plans = []
+    for i, f in enumerate(schema["fields"]):
+        inner, nullable = _non_null(f["type"])
+        # a one-branch union [T] still has a branch index on the wire: fastavro's business
+        kind = None if isinstance(f["type"], list) and not nullable else _decodable_kind(inner)
+        branch = f["type"].index(inner) if nullable else None
+        wrapper = {
+            "type": "record",
+            "name": f"_hoodie_sink_field_{i}",
+            "namespace": schema.get("namespace", ""),
+            "fields": [{"name": "v", "type": f["type"]}],
+        }
+        parsed = fastavro.parse_schema(wrapper, named)
+        plans.append(_FieldPlan(f["name"], kind, inner, branch, None if kind else parsed))
+    return _Plan(tuple(plans), fastavro.parse_schema(schema))
+
+
+def _decodable_kind(inner: Any) -> str | None:
+    """The flat kind numpy decodes, or None: decimals beyond 16 bytes (decimal256) go to fastavro."""
+    kind = _flat_kind(inner)
+    if kind == "fixed_decimal" and (int(inner["size"]) > 16 or int(inner["precision"]) > 38):
+        return None
+    return kind
+
+
+def _natural_type(kind: str, inner: Any) -> pa.DataType:
+    """The Arrow type a flat Avro type decodes to (cast to the reader's type afterwards)."""
+    logical = inner.get("logicalType") if isinstance(inner, dict) else None
+    if kind == "int" and logical == "date":
+        return pa.date32()
+    if kind == "long" and logical in _LOGICAL_LONGS:
+        return _LOGICAL_LONGS[logical]
+    if kind == "fixed_decimal":
+        return pa.decimal128(int(inner["precision"]), int(inner.get("scale", 0)))
+    simple = {"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32()}
+    simple.update({"double": pa.float64(), "string": pa.string(), "bytes": pa.binary()})
+    return simple[kind]
+
+
+# ---------------------------------------------------------------------------- decoding: records
+
+
+def _block_count(content: bytes) -> int:
+    if len(content) < 8:
+        raise ValueError(f"corrupt Avro data block: {len(content)} bytes, shorter than its header")
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version != CONTENT_VERSION:
+        raise ValueError(f"Avro data block version {version}; only version {CONTENT_VERSION} is read")
+    if count < 0 or 8 + 4 * count > len(content):
+        raise ValueError(f"corrupt Avro data block: {count} records cannot fit in {len(content)} bytes")
+    return int(count)
+
+
+def _record_starts(content: bytes, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first byte, end) of every record's body. The length prefixes form a chain (each record's
+    start is the previous one's end) that numpy cannot scan, so this is the flat path's one loop
+    per record: ~0.15 us each, measured (half the decoding of a 4-column block, 1/30 of fastavro's)."""
+    unpack = struct.Struct(">i").unpack_from
+    prefixes: list[int] = []
+    append = prefixes.append
+    p = 8
+    try:
+        for _ in range(count):
+            append(p)
+            (size,) = unpack(content, p)
+            p += 4 + size
+    except struct.error:
+        _corrupt(len(prefixes) - 1, "its length prefix lies beyond the block")
+    starts = np.array(prefixes, dtype=np.int64) + 4
+    ends = np.empty(count, dtype=np.int64)
+    ends[:-1] = starts[1:] - 4
+    ends[-1:] = p
+    short = np.flatnonzero(ends < starts)  # a negative length prefix
+    if short.size:
+        _corrupt(int(short[0]), "negative length")
+    if p > len(content):
+        _corrupt(count - 1, f"ends at byte {p}, beyond the block's {len(content)} bytes")
+    return starts, ends
+
+
+# ---------------------------------------------------------------------------- decoding: values
+
+
+def _varints_at(data: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(zig-zag decoded int64 values, byte lengths) of the varints starting at positions `p`.
+    Byte k is read only for the values still going on after byte k-1, so short varints (nearly
+    all) cost one pass. Reads past the data are clipped: the cursor check then reports them."""
+    b = np.take(data, p, mode="clip")
+    raw = (b & 0x7F).astype(np.uint64)
+    lengths = np.ones(len(p), dtype=np.int64)
+    active = np.flatnonzero(b & 0x80)
+    for k in range(1, _VARINT_MAX):
+        if not active.size:
+            break
+        b = np.take(data, p[active] + k, mode="clip")
+        raw[active] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        lengths[active] += 1
+        active = active[(b & 0x80) != 0]
+    if active.size:
+        raise ValueError("corrupt Avro data block: a varint longer than 10 bytes")
+    signed = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
+    return signed, lengths
+
+
+def _bytes_at(data: np.ndarray, p: np.ndarray, size: int) -> np.ndarray:
+    """(len(p), size) matrix of the `size` bytes at each position (a strided view, one gather)."""
+    if len(data) < size:
+        raise ValueError(f"corrupt Avro data block: {len(data)} bytes cannot hold a {size}-byte value")
+    windows = np.lib.stride_tricks.sliding_window_view(data, size)
+    out: np.ndarray = windows[np.minimum(p, len(data) - size)]
+    return out
+
+
+def _from_numpy(values: np.ndarray, arrow_type: pa.DataType, valid: np.ndarray | None) -> pa.Array:
+    """An Arrow array over `values` (one per record, any value where null), nulls where not valid."""
+    n = len(values)
+    if pa.types.is_boolean(arrow_type):
+        data = pa.py_buffer(np.packbits(values.astype(bool), bitorder="little"))
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(arrow_type, n, [_validity(valid), data])
+
+
+def _validity(valid: np.ndarray | None) -> pa.Buffer | None:
+    if valid is None or valid.all():
+        return None
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _read_fixed_width(
+    rec: _Records, rows: np.ndarray, kind: str, inner: Any, valid: np.ndarray | None
+) -> pa.Array:
+    """boolean, int, long (and their logical types), float, double, fixed decimal."""
+    p = rec.pos[rows]
+    n = len(rec.pos)
+    if kind in ("int", "long"):
+        values, width = _varints_at(rec.data, p)
+    elif kind == "boolean":
+        values, width = np.take(rec.data, p, mode="clip") != 0, np.int64(1)
+    elif kind in ("float", "double"):
+        dtype = np.dtype("<f4" if kind == "float" else "<f8")
+        width = np.int64(dtype.itemsize)
+        values = _bytes_at(rec.data, p, dtype.itemsize).view(dtype)[:, 0]
+    else:  # fixed_decimal
+        return _read_decimals(rec, rows, inner, valid)
+    rec.advance(rows, width)
+    full = np.zeros(n, dtype=np.bool_ if kind == "boolean" else _NUMPY_TYPES[kind])
+    full[rows] = values
+    return _from_numpy(full, _natural_type(kind, inner), valid)
+
+
+def _read_decimals(rec: _Records, rows: np.ndarray, inner: Any, valid: np.ndarray | None) -> pa.Array:
+    """Fixed decimals: big-endian two's complement, sign-extended into Arrow's little-endian 128."""
+    size = int(inner["size"])
+    raw = _bytes_at(rec.data, rec.pos[rows], size)
+    rec.advance(rows, size)
+    full = np.zeros((len(rec.pos), 16), dtype=np.uint8)
+    full[rows] = np.where(raw[:, :1] >= 0x80, 0xFF, 0).astype(np.uint8)
+    full[rows, :size] = raw[:, ::-1]
+    return _from_numpy(full, _natural_type("fixed_decimal", inner), valid)
+
+
+def _read_binaries(
+    rec: _Records, rows: np.ndarray, kind: str, valid: np.ndarray | None, wanted: bool
+) -> pa.Array | None:
+    """string / bytes: a varint length, then the bytes. The values are cut out of the content
+    without a Python loop: an Arrow binary array over the whole content whose offsets alternate
+    value, gap, value... (monotonic, as records follow each other), then `take` of every other
+    element copies just the values."""
+    p = rec.pos[rows]
+    lengths, prefix = _varints_at(rec.data, p)
+    bad = np.flatnonzero(lengths < 0)
+    if bad.size:
+        _corrupt(int(rows[bad[0]]), "negative string length")
+    starts = rec.pos.copy()  # null rows: an empty value at the cursor keeps the offsets monotonic
+    starts[rows] = p + prefix
+    rec.advance(rows, prefix + lengths)
+    if not wanted:
+        return None
+    n = len(rec.pos)
+    large = len(rec.content) >= 2**31 - 1
+    offsets = np.zeros(2 * n + 1, dtype=np.int64 if large else np.int32)
+    offsets[1::2] = starts
+    offsets[2::2] = rec.pos
+    binary = pa.large_binary() if large else pa.binary()
+    spans = pa.Array.from_buffers(binary, 2 * n, [None, pa.py_buffer(offsets), pa.py_buffer(rec.content)])
+    mask = None if valid is None else ~valid
+    values = spans.take(pa.array(np.arange(1, 2 * n, 2), mask=mask))
+    # the cast validates UTF-8, as fastavro's decoding did
+    return values.cast(pa.large_string() if large else pa.string()) if kind == "string" else values
+
+
+def _read_with_fastavro(rec: _Records, plan: _FieldPlan, target: pa.DataType | None) -> pa.Array | None:
+    """Nested types and general unions: fastavro reads the value at each cursor (the per-record loop
+    the numpy path avoids, left to the columns that need it)."""
+    assert plan.parsed is not None
+    buf = io.BytesIO(rec.content)
+    positions = rec.pos.tolist()
+    values = []
+    for i, p in enumerate(positions):
+        buf.seek(p)
+        try:
+            record: Any = fastavro.schemaless_reader(buf, plan.parsed, None)
+        except _FASTAVRO_ERRORS as e:
+            _corrupt(i, f"field '{plan.name}': {type(e).__name__} {e}")
+        values.append(record["v"])
+        positions[i] = buf.tell()
+    rows = np.arange(len(positions))
+    rec.advance(rows, np.array(positions, dtype=np.int64) - rec.pos)
+    return None if target is None else pa.array(values, type=target)
+
+
+def _read_field(rec: _Records, plan: _FieldPlan, target: pa.DataType | None) -> pa.Array | None:
+    """One writer field of every record, as an Arrow array of type `target` (None: skip it, but
+    still move the cursors past it)."""
+    if plan.kind is None:
+        return _read_with_fastavro(rec, plan, target)
+    rows = np.arange(len(rec.pos))
+    valid = None
+    if plan.value_branch is not None:
+        # branch 0 or 1 of a two-branch union: one varint byte, 0x00 or 0x02
+        branch = np.take(rec.data, rec.pos, mode="clip")
+        rec.advance(rows, 1)
+        bad = np.flatnonzero((branch != 0) & (branch != 2))
+        if bad.size:
+            _corrupt(int(bad[0]), f"field '{plan.name}': union branch byte {int(branch[bad[0]])}")
+        valid = branch == 2 * plan.value_branch
+        rows = np.flatnonzero(valid)
+    if plan.kind in ("string", "bytes"):
+        arr = _read_binaries(rec, rows, plan.kind, valid, target is not None)
+    else:
+        arr = _read_fixed_width(rec, rows, plan.kind, plan.inner, valid)
+    if arr is None or target is None:
+        return None
+    return arr if arr.type == target else arr.cast(target)
+
 
 def decode_block_content(
     content: bytes, writer_schema: dict[str, Any] | str, arrow_schema: pa.Schema
 ) -> pa.Table:
     """The records of an AVRO_DATA block's content as an Arrow table of `arrow_schema` (fields the
-    writer schema lacks are null)."""
-    schema = json.loads(writer_schema) if isinstance(writer_schema, str) else writer_schema
-    version, count = struct.unpack_from(">ii", content, 0)
-    if version != CONTENT_VERSION:
-        raise ValueError(f"Avro data block version {version}; only version {CONTENT_VERSION} is read")
-    parsed = fastavro.parse_schema(schema)
-    pos, rows = 8, []
-    view = memoryview(content)
-    for _ in range(count):
-        (size,) = struct.unpack_from(">i", content, pos)
-        rows.append(fastavro.schemaless_reader(io.BytesIO(view[pos + 4 : pos + 4 + size]), parsed, None))
-        pos += 4 + size
-    names = [f["name"] for f in schema["fields"]]
-    cols = []
-    for field in arrow_schema:
-        if field.name in names:
-            cols.append(pa.array([r[field.name] for r in rows], type=field.type))
-        else:
-            cols.append(pa.nulls(count, field.type))
+    writer schema lacks are null; writer fields it lacks are read past and dropped)."""
+    count = _block_count(content)
+    if count == 0:
+        return arrow_schema.empty_table()
+    plan = _plan(writer_schema if isinstance(writer_schema, str) else json.dumps(writer_schema))
+    starts, ends = _record_starts(content, count)
+    targets = {f.name: f.type for f in arrow_schema}
+    if count < _NUMPY_MIN_RECORDS:
+        columns = _read_by_record(content, starts, ends, plan, targets)
+    else:
+        columns = _read_by_column(
+            _Records(content, np.frombuffer(content, np.uint8), starts, ends), plan, targets
+        )
+    cols = [columns.get(f.name, pa.nulls(count, f.type)) for f in arrow_schema]
     return pa.Table.from_arrays(cols, schema=arrow_schema)
+
+
+def _read_by_column(rec: _Records, plan: _Plan, targets: dict[str, pa.DataType]) -> dict[str, pa.Array]:
+    columns: dict[str, pa.Array] = {}
+    for field in plan.fields:
+        arr = _read_field(rec, field, targets.get(field.name))
+        if arr is not None:
+            columns[field.name] = arr
+    left = np.flatnonzero(rec.pos != rec.ends)
+    if left.size:
+        i = int(left[0])
+        _corrupt(i, f"{int(rec.ends[i] - rec.pos[i])} bytes left after its last field")
+    return columns
+
+
+def _read_by_record(
+    content: bytes, starts: np.ndarray, ends: np.ndarray, plan: _Plan, targets: dict[str, pa.DataType]
+) -> dict[str, pa.Array]:
+    """Small blocks: fastavro record by record, then a column per field."""
+    buf = io.BytesIO(content)
+    rows: list[Any] = []
+    for i, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        buf.seek(start)
+        try:
+            rows.append(fastavro.schemaless_reader(buf, plan.parsed, None))
+        except _FASTAVRO_ERRORS as e:
+            _corrupt(i, f"{type(e).__name__} {e}")
+        if buf.tell() != end:
+            _corrupt(i, f"its fields take {buf.tell() - start} bytes, its length prefix says {end - start}")
+    names = [f.name for f in plan.fields if f.name in targets]
+    return {name: pa.array([r[name] for r in rows], type=targets[name]) for name in names}
 
 
 # ------------------------------------------------------------------------------ delete records

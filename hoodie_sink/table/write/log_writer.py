@@ -222,24 +222,24 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
         # A global index finds keys in base files only: a key deleted in a log would still be
         # found there (and a new copy elsewhere would make two); the file group is rewritten.
         return None
-    if sl.has_deletes:
-        # A key deleted in the logs and written again: Java lets the new record win (natural order
-        # after a delete), hudi-rs compares it with the delete's ordering value (0 when it has none),
-        # and Java's reader then compares it with the base row too.  The file group is rewritten
-        # from its merged slice, where the key is simply gone, so every reader agrees.
-        upserts = changes.filter(pc.equal(changes.column(KIND), UPSERT)).column(KEY).combine_chunks()
-        if len(upserts) and tombstoned(ctx, sl, file_schema(ctx.data_schema)).intersection(
-            upserts.to_pylist()
-        ):
-            return None
     precombine = cfg.precombine_field if cfg.operation != "delete" else None
-    if not precombine or cfg.commit_time_ordering or sl.base_name is None:
+    event_time = bool(precombine) and not cfg.commit_time_ordering
+    if not sl.has_deletes and cfg.index_type != "bucket":
+        # with event-time ordering, the task already dropped the changes the stored record beats
+        # (upsert_task._without_stored_winners; the BUCKET index looks nothing up, so not there)
         return changes
+    # A key deleted in the logs and written again: Java lets the new record win (natural order
+    # after a delete), hudi-rs compares it with the delete's ordering value (0 when it has none),
+    # and Java's reader then compares it with the base row too.  The file group is rewritten from
+    # its merged slice, where the key is simply gone, so every reader agrees.
     schema = file_schema(ctx.data_schema)
+    upserts = changes.filter(pc.equal(changes.column(KIND), UPSERT)).column(KEY).combine_chunks()
+    if sl.has_deletes and len(upserts) and tombstoned(ctx, sl, schema).intersection(upserts.to_pylist()):
+        return None
+    if not event_time or precombine is None or sl.base_name is None:
+        return changes
     base_path = join_partition(sl.partition_path, sl.base_name)
     stored = read_base_file(ctx.storage, base_path, schema, [RECORD_KEY, precombine])
-    # (the base value stands for the stored one: our logs only hold records that beat it, and a
-    # key deleted in the logs was handled above)
     return without_losers_to_stored(changes, stored, precombine)
 
 

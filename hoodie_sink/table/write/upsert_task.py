@@ -36,7 +36,7 @@ from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.file_group import BaseFile, file_id, new_file_id_prefix
 from hoodie_sink.table.format.markers import MERGE, work_dir
 from hoodie_sink.table.format.schema import cast_to_storage
-from hoodie_sink.table.index.key_index import KeyIndex, cached_bloom
+from hoodie_sink.table.index.key_index import KeyIndex, TagResult, cached_bloom
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter, file_schema
 from hoodie_sink.table.write.bucket_assigner import Assignment, BucketAssigner
 from hoodie_sink.table.write.conflicts import clustering_conflict
@@ -131,6 +131,9 @@ class UpsertTask:
         self.mor = ctx.merge_on_read
         self.slices = ctx.slices_by_id
         self._rewrite: set[str] = rewritten_slices(ctx)
+        self._slices_with_deletes = pa.array(
+            [s.file_id for s in ctx.log_slices if s.has_deletes], pa.string()
+        )
         self.stored_keygen = stored_keygen(ctx)
         self.index = KeyIndex(
             self.storage,
@@ -216,6 +219,8 @@ class UpsertTask:
             # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
             compare = self.precombine and not self.cfg.commit_time_ordering
             stored_ordering = self._stored_ordering if compare else None
+            if self.mor and compare:
+                changes, tags = self._without_stored_winners(changes, tags)
             assignment = self.assigner.assign(changes, tags, stored_ordering)
         clustering = self.ctx.clustering_file_groups
         if clustering:
@@ -259,6 +264,38 @@ class UpsertTask:
         if self.mor:  # the logs hold newer values than the base files
             values = current_ordering_values(self.ctx, keys, file_ids, values, self.file_schema)
         return values
+
+    def _without_stored_winners(self, changes: pa.Table, tags: TagResult) -> tuple[pa.Table, TagResult]:
+        """Merge-on-read, event-time ordering: drop the changes that the stored record beats, as a
+        copy-on-write merge would (a log keeps what readers let win, and no more).  The base file's
+        value stands for the stored one (our logs only hold records that beat it), except in slices
+        whose logs hold deletes: there log_changes decides (a key deleted and written again)."""
+        found = pc.is_valid(tags.file_id)
+        if not pc.any(found).as_py():
+            return changes, tags
+        checked = pc.and_(found, pc.invert(pc.is_in(tags.file_id, value_set=self._slices_with_deletes)))
+        rows = changes.filter(checked)
+        if rows.num_rows == 0:
+            return changes, tags
+        precombine = self.cfg.precombine_field
+        assert precombine is not None, "only called with a precombine field"
+        value_type = changes.schema.field(precombine).type
+        stored = self.index.stored_values(
+            rows.column(KEY).combine_chunks(), tags.file_id.filter(checked), precombine, value_type
+        )
+        kinds = np.asarray(rows.column(KIND).to_numpy(), dtype=np.int8)
+        loses = pc.fill_null(pc.greater(stored, rows.column(self.precombine)), False).to_numpy(
+            zero_copy_only=False
+        )
+        loses = np.asarray(loses, dtype=bool) & (kinds < DELETE)  # the delete operation ignores ordering
+        if not loses.any():
+            return changes, tags
+        drop = np.zeros(changes.num_rows, dtype=bool)
+        drop[np.flatnonzero(np.asarray(checked.to_numpy(zero_copy_only=False), dtype=bool))[loses]] = True
+        keep = pa.array(~drop)
+        return changes.filter(keep), TagResult(
+            tags.file_id.filter(keep), tags.partition_path.filter(keep), tags.base_instant.filter(keep)
+        )
 
     def _try_claim(self, fid: str) -> bool:
         if fid in self._claimed:

@@ -18,6 +18,7 @@ from typing import Any
 
 from hoodie_sink.table.format.avro_container import decode_record
 from hoodie_sink.table.format.clean_metadata import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
+from hoodie_sink.table.format.compaction_plan import COMPACTION_PLAN_SCHEMA
 from hoodie_sink.table.format.log_format import (
     SCHEMA,
     avro_data_block,
@@ -30,6 +31,7 @@ from hoodie_sink.table.format.rollback_metadata import ROLLBACK_METADATA_SCHEMA
 from hoodie_sink.table.format.timeline.instant import (
     CLEAN,
     COMMIT,
+    COMPACTION,
     COMPLETED,
     DELTA_COMMIT,
     INFLIGHT,
@@ -99,6 +101,7 @@ _ARCHIVED_META_ENTRY = {
         {"name": "commitTime", "type": _STR, "default": None},
         {"name": "actionType", "type": _STR, "default": None},
         {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "hoodieCompactionPlan", "type": _opt(COMPACTION_PLAN_SCHEMA), "default": None},
         {"name": "hoodieCleanerPlan", "type": _opt(CLEANER_PLAN_SCHEMA), "default": None},
         {"name": "actionState", "type": _STR, "default": None},
         {"name": "hoodieReplaceCommitMetadata", "type": _opt(REPLACE_COMMIT_METADATA_SCHEMA), "default": None},
@@ -142,12 +145,15 @@ _DETAIL_FIELD = {
     (CLEAN, REQUESTED): "hoodieCleanerPlan", (CLEAN, INFLIGHT): "hoodieCleanerPlan",
     (CLEAN, COMPLETED): "hoodieCleanMetadata",
     (ROLLBACK, COMPLETED): "hoodieRollbackMetadata",
+    # Java sets the plan on every state of a compaction (MetadataConversionUtils)
+    (COMPACTION, REQUESTED): "hoodieCompactionPlan", (COMPACTION, INFLIGHT): "hoodieCompactionPlan",
 }  # fmt: skip
 _AVRO_CONTENT = {
     "hoodieCleanerPlan",
     "hoodieCleanMetadata",
     "hoodieRollbackMetadata",
     "hoodieRequestedReplaceMetadata",
+    "hoodieCompactionPlan",
 }
 
 

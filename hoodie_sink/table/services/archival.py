@@ -163,8 +163,7 @@ def run_archival(target: str | Storage, cfg: ArchivalConfig | None = None) -> Ar
         fresh = [s for s in states if (s.timestamp, s.action, s.state) not in already]
         name = None
         if fresh:
-            entries = [archived_entry(s, storage.read_bytes(TimelineStore(storage).path(s)), _mtime(storage, s))
-                       for s in fresh]  # fmt: skip
+            entries = [archived_entry(s, _content(storage, s), _mtime(storage, s)) for s in fresh]
             name = archive_file_name(max(numbers, default=0) + 1)
             storage.mkdirs(folder)
             storage.write_atomic(f"{folder}/{name}", encode_archive_blocks(entries, cfg.batch))
@@ -173,6 +172,13 @@ def run_archival(target: str | Storage, cfg: ArchivalConfig | None = None) -> Ar
     log.info("hoodie: archived %d instants (%d timeline files) of %s into %s in %.2fs",
              result.instants, result.state_files, storage.base_uri, name, result.seconds)  # fmt: skip
     return result
+
+
+def _content(storage: Storage, state: Instant) -> bytes:
+    """A state file's bytes; a compaction's inflight (empty) stands for its plan, as in Java."""
+    if state.action == COMPACTION and state.state == INFLIGHT:
+        state = state.with_state(REQUESTED)
+    return storage.read_bytes(TimelineStore(storage).path(state))
 
 
 def _last_clean_ectr(storage: Storage, timeline: Timeline) -> str | None:

@@ -226,3 +226,29 @@ def test_clustering_merges_the_logs_of_merge_on_read_slices(tmp_path):
     (c,) = [r.instant for r in hoodie_sink.compact(t.path, t.options)]
     assert c
     t.check()
+
+
+def test_long_run_with_compaction_cleaning_and_archival(tmp_path):
+    """Issue 12 acceptance: cleaning and archival (issue 11) on a merge-on-read table: the cleaner
+    removes slices superseded by compactions (never a log a read needs), archival moves
+    deltacommits and compactions (with their plans, as Java archives them) out of the timeline."""
+    from hoodie_sink.table.services.archival import load_archived_timeline
+
+    t = Table(tmp_path / "t", **{"hoodie.compact.inline.max.delta.commits": "3",
+                                  "hoodie.cleaner.commits.retained": "2",
+                                  "hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6"})  # fmt: skip
+    t.write(range(200), 0, "bulk_insert")
+    for ts in range(1, 25):
+        t.write(range(ts % 7, 200, 7), ts)
+        if ts % 6 == 0:
+            t.write(range(ts, 200, 50), ts, "delete")
+    t.check()
+    storage = Storage(t.path)
+    archived = load_archived_timeline(storage)
+    plans = [e for e in archived if e.instant.action == COMPACTION]
+    assert plans and all(e.details and e.details["operations"] for e in plans)
+    assert {e.instant.action for e in archived} >= {"deltacommit", "commit", "compaction", "clean"}
+    # bounded: the active timeline and the files on storage stay small
+    assert len(Timeline.load(storage).completed()) <= 8
+    listing = FileSystemView.load(storage).listing
+    assert len(listing.base_files) + len(listing.log_files) < 60

@@ -73,4 +73,5 @@ def compact(path: str, options: dict | None = None, spark=None):
         return run_compaction(spark, path, options)
     from hoodie_sink.table.services.compaction import run
 
-    return run(path, dict(options or {}))
+    # beside a stream, a plan waits for a moment between micro-batches (up to a minute)
+    return run(path, dict(options or {}), wait_for_writes_s=60.0)

@@ -7,27 +7,18 @@ replacecommit.  Tasks and driver share nothing but storage, as the sink's writes
 
 from __future__ import annotations
 
-from hoodie_sink.table.format.file_group import write_token
+from hoodie_sink.datasource.service_jobs import run_as_tasks
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.services.clustering import ClusteringGroup, ClusteringJob, ClusteringResult
 
 
 def spark_runner(spark):
     def run(job: ClusteringJob, groups: list[ClusteringGroup]):
-        def task(items):
-            from pyspark import TaskContext
+        def work(index: int, group: ClusteringGroup, token: str):
+            return clustering.execute_group(job, index, group, token)
 
-            tc = TaskContext.get()
-            out = []
-            for index, group in items:
-                token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
-                out.append((index, clustering.execute_group(job, index, group, token)))
-            return out
-
-        sc = spark.sparkContext
-        sc.setJobDescription(f"hoodie clustering {job.instant} ({len(groups)} groups) on {job.path}")
-        done = sc.parallelize(list(enumerate(groups)), max(1, len(groups))).mapPartitions(task).collect()
-        return [stats for _, stats in sorted(done, key=lambda r: r[0])]
+        return run_as_tasks(spark, list(groups), work,
+                            f"hoodie clustering {job.instant} ({len(groups)} groups) on {job.path}")  # fmt: skip
 
     return run
 

@@ -62,7 +62,7 @@ from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.format.keygen import parse_partition_path
 from hoodie_sink.table.read import data_skipping
 from hoodie_sink.table.read.data_skipping import Predicate
-from hoodie_sink.table.read.snapshot import Snapshot, load_timeline, pinned_timeline, slice_ref
+from hoodie_sink.table.read.snapshot import Snapshot, load_timeline, pinned_timeline, skip_slices, slice_ref
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -112,15 +112,7 @@ class HoodieReader(DataSourceReader):
         return [bf.path for bf in sorted(files)]
 
     def _slices(self, snap: Snapshot) -> list[str]:
-        slices = snap.file_slices(self._pruner(snap))
-        if self.predicates:
-            bare = [sl.base_file for sl in slices if not sl.log_files and sl.base_file is not None]
-            kept = {bf.path for bf in data_skipping.prune(snap.storage, bare, self.predicates).files}
-            slices = [
-                sl
-                for sl in slices
-                if sl.log_files or (sl.base_file is not None and sl.base_file.path in kept)
-            ]
+        slices = skip_slices(snap.storage, snap.file_slices(self._pruner(snap)), self.predicates)
         return sorted(slice_ref(sl) for sl in slices)
 
     def _pruner(self, snap: Snapshot) -> Callable[[str], bool] | None:

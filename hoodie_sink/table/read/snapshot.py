@@ -250,21 +250,27 @@ def _read_files(
         yield table.select(columns) if extra else table
 
 
+def skip_slices(
+    storage: Storage, slices: list[FileSlice], predicates: Sequence[Predicate]
+) -> list[FileSlice]:
+    """Data skipping on file slices: only a slice without log files can be skipped by its base
+    file's statistics (they say nothing of the updates in its logs)."""
+    if not predicates:
+        return slices
+    bare = [sl.base_file for sl in slices if not sl.log_files and sl.base_file is not None]
+    kept = {bf.path for bf in prune(storage, bare, list(predicates)).files}
+    return [sl for sl in slices if sl.log_files or (sl.base_file is not None and sl.base_file.path in kept)]
+
+
 def _read_slices(
     snap: Snapshot,
     columns: list[str] | None,
     partition_filter: Callable[[str], bool] | None,
     predicates: list[Predicate],
 ) -> Iterator[pa.Table]:
-    """Merge-on-read snapshot: each latest file slice merged.  Data skipping only drops slices
-    without log files (a base file's statistics say nothing of the updates in its logs)."""
-    slices = snap.file_slices(partition_filter)
+    """Merge-on-read snapshot: each latest file slice merged (skip_slices first)."""
+    slices = skip_slices(snap.storage, snap.file_slices(partition_filter), predicates)
     if predicates:
-        bare = [sl.base_file for sl in slices if not sl.log_files and sl.base_file is not None]
-        kept = {bf.path for bf in prune(snap.storage, bare, predicates).files}
-        slices = [
-            sl for sl in slices if sl.log_files or (sl.base_file is not None and sl.base_file.path in kept)
-        ]
         row_filter = row_filter_expression(predicates, snap.schema)
     for sl in slices:
         rows = snap.read_ref(slice_ref(sl))

@@ -13,7 +13,16 @@ from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.storage import Storage
 from tests.interop.compare import assert_readers_agree, assert_timeline_agrees
-from tests.interop.test_java_reads_ours import ARROW, BASE, Model, java_options, ours, rows
+from tests.interop.test_java_reads_ours import (
+    ARROW,
+    BASE,
+    INDEX_IDS,
+    INDEXES,
+    Model,
+    java_options,
+    ours,
+    rows,
+)
 from tests.support.tables import data_rows, sort_rows
 
 pytestmark = [pytest.mark.compat, pytest.mark.interop]
@@ -34,15 +43,7 @@ def java_agrees(java_hudi, path, model: Model) -> None:
     assert sorted(data_rows(ro_java), key=key) == sorted(data_rows(ro_ours), key=key)
 
 
-@pytest.mark.parametrize(
-    "index",
-    [
-        {"hoodie.index.type": "BLOOM"},
-        {"hoodie.index.type": "GLOBAL_BLOOM", "hoodie.bloom.index.update.partition.path": "true"},
-        {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"},
-    ],
-    ids=["bloom", "global_bloom", "bucket"],
-)
+@pytest.mark.parametrize("index", INDEXES, ids=INDEX_IDS)
 def test_java_reads_our_mor_tables(spark, any_java_hudi, tmp_path, index):
     java_hudi = any_java_hudi
     path, model, opts = tmp_path / "t", Model(), {**MOR, **index}

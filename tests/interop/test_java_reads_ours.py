@@ -129,15 +129,15 @@ def test_java_reads_each_operation_in_turn(spark, any_java_hudi, tmp_path):
 
 
 # -- each index: Java reads, then upserts with the same index, and the keys still land once ------
-@pytest.mark.parametrize(
-    "index",
-    [
-        {"hoodie.index.type": "BLOOM"},
-        {"hoodie.index.type": "GLOBAL_BLOOM", "hoodie.bloom.index.update.partition.path": "true"},
-        {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"},
-    ],
-    ids=["bloom", "global_bloom", "bucket"],
-)
+INDEXES = [
+    {"hoodie.index.type": "BLOOM"},
+    {"hoodie.index.type": "GLOBAL_BLOOM", "hoodie.bloom.index.update.partition.path": "true"},
+    {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"},
+]
+INDEX_IDS = ["bloom", "global_bloom", "bucket"]
+
+
+@pytest.mark.parametrize("index", INDEXES, ids=INDEX_IDS)
 def test_java_reads_and_upserts_each_index(spark, java_hudi, tmp_path, index):
     path, model, opts = tmp_path / "t", Model(), {**BASE, **index}
     for batch in (rows(range(100), 1), rows(range(50, 150), 2)):

@@ -33,32 +33,44 @@ SERVICES = {
 }
 
 
-def _our_rounds(path, model: Model, rounds: int, seed: int, snapshots: dict[str, list[dict]]) -> None:
+def _our_rounds(
+    path, model: Model, rounds: int, seed: int, snapshots: dict[str, list[dict]], extra: dict | None = None
+) -> None:
     rng = random.Random(seed)
+    services = {**SERVICES, **(extra or {})}
     for r in range(rounds):
         ids = rng.sample(range(60), 12)
         if r % 7 == 6:
             victims = ids[:4]
             hoodie_sink.write(pa.Table.from_pylist(rows(victims, r), ARROW), str(path),
-                              {**BASE, **SERVICES, "hoodie.datasource.write.operation": "delete"})  # fmt: skip
+                              {**BASE, **services, "hoodie.datasource.write.operation": "delete"})  # fmt: skip
             model.delete(victims)
         else:
             batch = rows(ids, ts=r)
-            hoodie_sink.write(pa.Table.from_pylist(batch, ARROW), str(path), {**BASE, **SERVICES})
+            hoodie_sink.write(pa.Table.from_pylist(batch, ARROW), str(path), {**BASE, **services})
             model.upsert(batch)
-        latest = Timeline.load(Storage(str(path))).latest_completed()
-        snapshots[latest.timestamp] = model.rows()
+        # the write, and a compaction right after it (same rows)
+        for inst in Timeline.load(Storage(str(path))).completed():
+            snapshots.setdefault(inst.timestamp, model.rows())
 
 
-def test_java_reads_our_cleaned_and_archived_table(spark, any_java_hudi, tmp_path):
-    """Hudi 0.15.0 and 1.1.1 (whose archived-timeline reader needs Java's string marks)."""
+MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.compact.inline.max.delta.commits": "3",
+       "hoodie.parquet.small.file.limit": "0"}  # fmt: skip
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_java_reads_our_cleaned_and_archived_table(spark, any_java_hudi, tmp_path, table_type):
+    """Hudi 0.15.0 and 1.1.1 (whose archived-timeline reader needs Java's string marks); a
+    merge-on-read table archives deltacommits and compactions (with their plans) too."""
     java_hudi = any_java_hudi
     path = tmp_path / "t"
     model, snapshots = Model(), {}
-    _our_rounds(path, model, 40, seed=11, snapshots=snapshots)
+    _our_rounds(path, model, 40, seed=11, snapshots=snapshots, extra=MOR if table_type == "mor" else None)
     storage = Storage(str(path))
     timeline = Timeline.load(storage)
     assert len(timeline.completed()) <= 8 and timeline.completed((CLEAN,)), "services did not run"
+    if table_type == "mor":
+        assert {e.instant.action for e in load_archived_timeline(storage)} >= {"deltacommit", "compaction"}
 
     assert_readers_agree(java_hudi.read(path), path, model.rows())
     assert_timeline_agrees(java_hudi, path)
@@ -72,7 +84,7 @@ def test_java_reads_our_cleaned_and_archived_table(spark, any_java_hudi, tmp_pat
     assert sorted((i["timestamp"], i["action"], i["state"]) for i in java) == sorted(
         (e.instant.timestamp, e.instant.action, e.instant.state.upper()) for e in ours
     )
-    java_commits = [i for i in java if i["action"] == "commit" and i["state"] == "COMPLETED"]
+    java_commits = [i for i in java if i["action"] in ("commit", "deltacommit") and i["state"] == "COMPLETED"]
     assert java_commits and all(i["records_written"] > 0 for i in java_commits)
 
     # Java decodes our cleans: plan and metadata name the same files we deleted (through 0.15's

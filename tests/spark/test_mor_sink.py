@@ -8,26 +8,11 @@ import pytest
 
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.storage import Storage
+from tests.spark.test_upsert_sink import OPTS as UPSERT_OPTS
+from tests.spark.test_upsert_sink import rows_of, trips
 from tests.support.tables import assert_table_matches
 
-OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-}
-
-
-def trips(spark, ids, ts, partitions=3):
-    return spark.createDataFrame(
-        [(i, ["sf", "nyc", "la"][i % 3], ts, float(i * ts)) for i in ids],
-        "id LONG, city STRING, ts LONG, fare DOUBLE",
-    ).repartition(partitions)
-
-
-def rows_of(df):
-    return [r.asDict() for r in df.collect()]
+OPTS = {**UPSERT_OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
 
 def spark_rows(spark, path, **options):

@@ -97,8 +97,12 @@ DEFAULT_BUCKET_BUDGET = 64 * MiB
 FEW_CITIES = CITIES[:2]
 
 
+TABLE_OPTIONS: dict[str, str] = {}  # --table-type (and what a MERGE_ON_READ run needs)
+
+
 def hoodie_options(operation: str, **extra: str) -> dict[str, str]:
     return {
+        **TABLE_OPTIONS,
         "hoodie.table.name": "trips",
         "hoodie.datasource.write.recordkey.field": "trip_id",
         "hoodie.datasource.write.partitionpath.field": "city",
@@ -863,7 +867,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="import hoodie_sink live from the checkout (default: a copy taken at start, see snapshot_code)",
     )
+    ap.add_argument(
+        "--table-type",
+        default="COPY_ON_WRITE",
+        choices=["COPY_ON_WRITE", "MERGE_ON_READ"],
+        help="MERGE_ON_READ: updates become log files (no inline compaction, no small-file padding)",
+    )
     args = ap.parse_args(argv)
+    TABLE_OPTIONS["hoodie.datasource.write.table.type"] = args.table_type
+    if args.table_type == "MERGE_ON_READ":
+        TABLE_OPTIONS.update({"hoodie.compact.inline": "false", "hoodie.parquet.small.file.limit": "0"})
     if args.quick:
         args.rows = [200_000]
         args.scaling_batch = 20_000

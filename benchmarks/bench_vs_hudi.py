@@ -21,6 +21,7 @@ is its default (NONE); ours sorts each task's rows by (partition, key).
 
     .venv/bin/python benchmarks/bench_vs_hudi.py [--rows 1000000,5000000] [--repeat 1]
         [--hudi 0.15.0] [--stream-batches 20 --stream-rows 50000] [--only bulk_insert,upsert,stream]
+        [--table-type MERGE_ON_READ]
 
 Needs the interop tier (`./run.sh test` sets it up, or HOODIE_INTEROP_HOME).  Prints a Markdown
 table: seconds, rows/s and our ratio (Hudi's time / ours: > 1 means we are faster).
@@ -60,8 +61,11 @@ STREAM_SCHEMA = (
 )
 
 
+TABLE_TYPE = {"hoodie.datasource.write.table.type": "COPY_ON_WRITE"}  # --table-type
+
+
 def op(name: str) -> dict[str, str]:
-    return {**KEYS, "hoodie.datasource.write.operation": name}
+    return {**KEYS, **TABLE_TYPE, "hoodie.datasource.write.operation": name}
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -153,7 +157,10 @@ def main() -> int:
     ap.add_argument("--only", default="bulk_insert,upsert,stream")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--work-dir", default=None)
+    ap.add_argument("--table-type", default="COPY_ON_WRITE", choices=["COPY_ON_WRITE", "MERGE_ON_READ"],
+                    help="both writers' table type (MERGE_ON_READ: each with its default compaction)")  # fmt: skip
     args = ap.parse_args()
+    TABLE_TYPE["hoodie.datasource.write.table.type"] = args.table_type
     if missing := interop_missing():
         print(f"the interop tier is not set up ({missing}): run ./run.sh test once", file=sys.stderr)
         return 2
@@ -201,7 +208,7 @@ def main() -> int:
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
     print(f"\nhoodie_sink {source_version(str(ROOT))} vs Apache Hudi {args.hudi} (Spark 3.5.1), local[2], "
-          f"driver memory {args.driver_memory}, {os.cpu_count()} CPUs\n")  # fmt: skip
+          f"driver memory {args.driver_memory}, {os.cpu_count()} CPUs, {args.table_type}\n")  # fmt: skip
     print(format_table(results))
     return 0
 

@@ -374,20 +374,24 @@ class KeyIndex:
                 raise HoodieTableError(f"Cannot read {column} of {self.storage.full(path)}: {e}") from e
             return pc.cast(vals, value_type).combine_chunks()
 
-        # per file (not per record): the records' positions in its key column, then its values
+        # per file (not per record) its values; each record's row in its file by one hash join built
+        # on the records (the small side), as in _exact_match: no hash table over the files' keys
         values = _parallel(read, list(range(len(files))))
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(files) + 1))
-        pieces, at = [], []
-        for j, i in enumerate(files):
-            rec = order[bounds[j] : bounds[j + 1]]
-            pos = pc.index_in(keys.take(pa.array(rec)), value_set=key_cols[i])
-            pieces.append(values[j].take(pos))
-            at.append(rec)
-        gathered = pa.concat_arrays(pieces)
-        back = np.empty(n, dtype=np.int64)
-        back[np.concatenate(at)] = np.arange(n)
-        return gathered.take(pa.array(back))
+        arrays = [key_cols[i] for i in files]
+        lengths = np.array([len(a) for a in arrays], np.int64)
+        probe = pa.table(
+            {
+                "k": pa.chunked_array(arrays, pa.string()),
+                "f": np.repeat(np.arange(len(files), dtype=np.int64), lengths),
+                "row": np.arange(int(lengths.sum()), dtype=np.int64),
+            }
+        )
+        build = pa.table({"k": keys, "f": codes, "i": np.arange(n, dtype=np.int64)})
+        joined = probe.join(build, keys=["k", "f"], join_type="inner", use_threads=True)
+        at = np.full(n, -1, np.int64)
+        at[joined.column("i").to_numpy()] = joined.column("row").to_numpy()
+        stacked = pa.concat_arrays([v.cast(value_type) for v in values])
+        return stacked.take(pa.array(at, mask=at < 0))
 
     # -- steps -------------------------------------------------------------------------------
 

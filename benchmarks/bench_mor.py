@@ -67,6 +67,30 @@ def stream(spark, schema, src: str, path: str, ckpt: str, opts: dict) -> list[fl
     return [p["durationMs"]["triggerExecution"] / 1000 for p in q.recentProgress if p["numInputRows"] > 0]
 
 
+def phase_medians(metrics_file: str) -> str:
+    """Medians over a stream's commits (the first left out, as for the batch times) of the sink's
+    own phases: the slowest task's tag and write, the commit's merge of staged changes, the rest
+    of the commit (timeline, services), and the files a commit wrote."""
+    import json
+
+    with open(metrics_file) as f:
+        lines = [json.loads(line) for line in f if line.strip()][1:]
+    if not lines:
+        return ""
+
+    def med(values: list[float]) -> float:
+        return percentile(values, 0.5)
+
+    task = [m["slowest_task_ms"] for m in lines]
+    phases = [m["phases_ms"] for m in lines]
+    return (f"slowest task tag {med([t.get('tag', 0) for t in task]) / 1000:.2f} s + write "
+            f"{med([t.get('write', 0) for t in task]) / 1000:.2f} s; commit merge "
+            f"{med([p.get('merge', 0) for p in phases]) / 1000:.2f} s + rest "
+            f"{med([p.get('commit', 0) for p in phases]) / 1000:.2f} s; "
+            f"{med([m['files_added'] + m['files_updated'] for m in lines]):.0f} files, "
+            f"{med([m['bytes_written'] for m in lines]) / MiB:.0f} MiB per commit")  # fmt: skip
+
+
 def feed(files: list[str], src: str, start: int) -> None:
     """Hard-link the next batch files into the stream's source, in order of modification time."""
     for i, f in enumerate(files):
@@ -120,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
             seed.limit(500).write.format("hoodie").options(**opts).mode("append").save(warm)
             timed_read(spark, warm)
         tables = {}
+        metrics = {name: os.path.join(root, f"metrics-{name.lower().replace(' ', '-')}.jsonl")
+                   for name in ("MOR", "MOR logs", "COW")}  # fmt: skip
+        with_metrics = {name: {"hoodie.sink.metrics.file": m} for name, m in metrics.items()}
         variants = (("MOR", MOR), ("MOR logs", MOR_LOGS_ONLY), ("COW", COW))
         for name, opts in variants:
             path = os.path.join(root, name.lower().replace(" ", "-"))
@@ -138,10 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         src, ckpt = os.path.join(root, "src-mor"), os.path.join(root, "ckpt-mor")
         os.makedirs(src)
         feed(files[:5], src, 0)
-        mor_times = stream(spark, schema, src, tables["MOR"], ckpt, MOR)
+        mor_times = stream(spark, schema, src, tables["MOR"], ckpt, {**MOR, **with_metrics["MOR"]})
         r5, n5 = timed_read(spark, tables["MOR"])
         feed(files[5:], src, 5)
-        mor_times += stream(spark, schema, src, tables["MOR"], ckpt, MOR)
+        mor_times += stream(spark, schema, src, tables["MOR"], ckpt, {**MOR, **with_metrics["MOR"]})
         r_all, n_all = timed_read(spark, tables["MOR"])
         import hoodie_sink
 
@@ -157,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         src, ckpt = os.path.join(root, "src-logs"), os.path.join(root, "ckpt-logs")
         os.makedirs(src)
         feed(files, src, 0)
-        logs_times = stream(spark, schema, src, tables["MOR logs"], ckpt, MOR_LOGS_ONLY)
+        logs_times = stream(
+            spark, schema, src, tables["MOR logs"], ckpt, {**MOR_LOGS_ONLY, **with_metrics["MOR logs"]}
+        )
         r_logs, _ = timed_read(spark, tables["MOR logs"])
         hoodie_sink.compact(tables["MOR logs"], MOR_LOGS_ONLY, spark=spark)
         r_logs_c, _ = timed_read(spark, tables["MOR logs"])
@@ -167,14 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         src, ckpt = os.path.join(root, "src-cow"), os.path.join(root, "ckpt-cow")
         os.makedirs(src)
         feed(files[: args.cow_batches], src, 0)
-        cow_times = stream(spark, schema, src, tables["COW"], ckpt, COW)
+        cow_times = stream(spark, schema, src, tables["COW"], ckpt, {**COW, **with_metrics["COW"]})
 
         # the first batch of a query: query start-up
         measured = {"MOR": mor_times[1:], "MOR logs": logs_times[1:], "COW": cow_times[1:]}
         for name, ts in measured.items():
             results.append({"step": f"{name} stream, per batch ({len(ts)} batches)",
                             "seconds": f"p50 {percentile(ts, 0.5):.2f} / p95 {percentile(ts, 0.95):.2f}",
-                            "figure": ""})  # fmt: skip
+                            "figure": phase_medians(metrics[name])})  # fmt: skip
         cow_p50 = percentile(measured["COW"], 0.5)
         for name in ("MOR", "MOR logs"):
             speed = cow_p50 / percentile(measured[name], 0.5)

@@ -4,6 +4,8 @@ lock, so they can run next to a streaming writer)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
@@ -83,6 +85,29 @@ def options_of(args: argparse.Namespace) -> dict[str, str]:
 
 def config_of(args: argparse.Namespace) -> WriteConfig:
     return WriteConfig.from_options(options_of(args), path=args.path)
+
+
+def add_job_parser(sub: Any, name: str, help_: str, option_example: str) -> argparse.ArgumentParser:
+    """A table-service job's command (cluster, compact): the table, its options, a Spark master."""
+    p = sub.add_parser(name, help=help_)
+    p.add_argument("--path", required=True, help="table base path (local path or URI)")
+    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help=f"option, e.g. {option_example}")  # fmt: skip
+    p.add_argument("--master", default="local[*]", help="Spark master of the job (default local[*])")
+    add_output_flags(p)
+    return p
+
+
+@contextmanager
+def spark_session(master: str, app: str) -> Iterator[Any]:
+    """A Spark session of the command's own, stopped when the job ends."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.master(master).appName(app).getOrCreate()
+    try:
+        yield spark
+    finally:
+        spark.stop()
 
 
 def run_clean_command(args: argparse.Namespace) -> int:

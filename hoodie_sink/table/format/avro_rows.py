@@ -225,7 +225,11 @@ def encode_records(table: pa.Table, avro_schema: dict[str, Any]) -> pa.Array:
 
 def avro_block_content(table: pa.Table, avro_schema: dict[str, Any]) -> bytes:
     """Content of an AVRO_DATA block holding the rows of `table`."""
-    records = encode_records(table, avro_schema)
+    return records_block_content(encode_records(table, avro_schema))
+
+
+def records_block_content(records: pa.Array) -> bytes:
+    """Content of an AVRO_DATA block holding already encoded records (one binary value each)."""
     n = len(records)
     lengths = np.asarray(pc.binary_length(records).to_numpy(), dtype=">i4")
     prefixed = _join(_binary_array(lengths.view(np.uint8), np.full(n, 4, np.int64)), records)

@@ -53,6 +53,7 @@ from hoodie_sink.table.write.log_writer import (
     LogWrite,
     current_ordering_values,
     current_rows,
+    encode_log_upserts,
     log_changes,
     rewritten_slices,
     write_log_file,
@@ -153,6 +154,10 @@ class UpsertTask:
         self._buffered = 0
         self._claimed: set[str] = set()
         self._contended: set[str] = set()  # file groups another task also changes
+        # merge-on-read, final flush: the buckets that may become log files, and their prepared
+        # (target, changes written, encoded records), keyed by file id
+        self._log_candidates: dict[tuple[str, str], Callable[[], pa.Table]] = {}
+        self._prepared: dict[str, tuple[LogWrite, pa.Table, pa.Array]] = {}
         self._written: set[str] = set()  # file groups this task already wrote a version of
         self._moved_from: set[str] = set()  # file groups this task moved keys out of
         self._prefix = new_file_id_prefix()
@@ -333,15 +338,63 @@ class UpsertTask:
         taken here in order; the merges and writes run in a pool of `merge_threads`, since
         pyarrow releases the GIL while it reads, takes and encodes.  Each running job holds one
         file group (old version, changes, new version) in memory."""
-        jobs = [job for key in list(self._buckets) if (job := self._plan_flush(key, final=True)) is not None]
-        threads = min(max(1, self.cfg.merge_threads), len(jobs))
-        if threads <= 1:
-            for job in jobs:
-                job()
+        sizes = {key: self._bucket_bytes.get(key, 0) for key in self._buckets}
+        planned = [
+            (key, job)
+            for key in list(self._buckets)
+            if (job := self._plan_flush(key, final=True)) is not None
+        ]
+        threads = min(max(1, self.cfg.merge_threads), len(planned))
+        pool = (
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hoodie-merge")
+            if threads > 1
+            else None
+        )
+        try:
+            # in chunks of about one bucket's budget: the logs of a chunk are encoded together
+            # (the encoded records are a second copy of the chunk's changes while it is written)
+            chunk: list[Callable[[], None]] = []
+            chunk_bytes = 0
+            for i, (key, job) in enumerate(planned):
+                chunk.append(job)
+                chunk_bytes += sizes.get(key, 0)
+                if chunk_bytes >= self.cfg.bucket_buffer_bytes or i == len(planned) - 1:
+                    self._prepare_logs([k for k, _ in planned[i + 1 - len(chunk) : i + 1]])
+                    if pool is None:
+                        for j in chunk:
+                            j()
+                    else:  # the first failure fails the task (the others finish or fail too)
+                        for future in [pool.submit(j) for j in chunk]:
+                            future.result()
+                    chunk, chunk_bytes = [], 0
+        finally:
+            if pool is not None:
+                pool.shutdown()
+            self._log_candidates.clear()
+            self._prepared.clear()
+
+    def _prepare_logs(self, keys: list[tuple[str, str]]) -> None:
+        """Merge-on-read: decide what the final flush's log files hold and encode their records in
+        one pass (write_log_file then only frames and writes them)."""
+        logs: list[tuple[LogWrite, pa.Table]] = []
+        for key in keys:
+            changes = self._log_candidates.pop(key, None)
+            if changes is None:
+                continue
+            sl = self.slices[key[1]]
+            written = log_changes(self.ctx, sl, changes())
+            if written is None:
+                continue  # the file group is rewritten instead (_append_log decides again)
+            target = LogWrite(
+                sl, sl.max_version + 1, self.task.token, self.ctx.instant, self.task.partition_id
+            )
+            logs.append((target, written))
+        if not logs:
             return
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hoodie-merge") as pool:
-            for future in [pool.submit(job) for job in jobs]:
-                future.result()  # the first failure fails the task (the others finish or fail too)
+        for (target, written), records in zip(
+            logs, encode_log_upserts(logs, self.ctx.avro_with_meta), strict=True
+        ):
+            self._prepared[target.slice.file_id] = (target, written, records)
 
     def _plan_flush(self, key: tuple[str, str], final: bool) -> Callable[[], None] | None:
         """Take a bucket's changes out of the buffer and decide what to do with them."""
@@ -353,9 +406,13 @@ class UpsertTask:
         self._flushes += 1
         flush_no = self._flushes
 
-        def changes() -> pa.Table:
-            table = pa.concat_tables(parts)
-            return table if self.append_only else self._reduce(table)
+        computed: list[pa.Table] = []
+
+        def changes() -> pa.Table:  # computed once: the final flush's log preparation needs them too
+            if not computed:
+                table = pa.concat_tables(parts)
+                computed.append(table if self.append_only else self._reduce(table))
+            return computed[0]
 
         if bucket.startswith(Assignment.NEW):
             return lambda: self._write_new(partition_path, changes())
@@ -365,6 +422,8 @@ class UpsertTask:
             # changes for this file group, unless no other writer exists and this is the task's
             # last flush (the engine's single-task write).
             keep = not self.append_only and not (final and self.task.only_task)
+            if final and self.mor and bucket not in self._rewrite and bucket in self.slices:
+                self._log_candidates[key] = changes
 
             def merge_or_stage() -> None:
                 # Contention is checked again when the job runs: another task may have tagged
@@ -422,17 +481,23 @@ class UpsertTask:
         """Merge-on-read: the changes become a new log file of the file group's latest slice
         (or, rarely, a rewrite of it: log_changes says when)."""
         sl = self.slices[fid]
-        written = log_changes(self.ctx, sl, changes)
-        if written is None:
-            self._merge_in_task(partition_path, fid, changes, flush_no, keep)
-            return
-        if written.num_rows:
+        prepared = self._prepared.pop(fid, None)
+        records = None
+        if prepared is not None:
+            target, written, records = prepared
+        else:
+            written = log_changes(self.ctx, sl, changes)
+            if written is None:
+                self._merge_in_task(partition_path, fid, changes, flush_no, keep)
+                return
             target = LogWrite(
                 sl, sl.max_version + 1, self.task.token, self.ctx.instant, self.task.partition_id
             )
+        if written.num_rows:
             stat = write_log_file(
-                self.storage, target, written, self.precombine, self.ctx.avro_with_meta, self.guard
-            )
+                self.storage, target, written, self.precombine, self.ctx.avro_with_meta, self.guard,
+                records=records,
+            )  # fmt: skip
             with self._lock:
                 self.result.write_stats.append(stat)
         self._after_owner_write(partition_path, fid, changes, flush_no, keep)

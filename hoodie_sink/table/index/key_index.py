@@ -112,7 +112,8 @@ _KEYS = LRUCache(DEFAULT_KEY_CACHE_BUDGET)
 
 
 def set_key_cache_budget(nbytes: int) -> None:
-    """Bound the per-process cache of `_hoodie_record_key` columns (least recently used evicted first)."""
+    """Bound the per-process cache of `_hoodie_record_key` columns and of the ordering columns
+    stored_values reads (least recently used evicted first)."""
     _KEYS.set_budget(int(nbytes))
 
 
@@ -362,17 +363,15 @@ class KeyIndex:
         key_cols = self._key_columns(files)
 
         def read(j: int) -> pa.Array:
-            i = files[j]
-            path = self._files[i].path
-            try:
-                with self.storage.open_input_file(path) as f:
-                    pf = pq.ParquetFile(f)
-                    if column not in pf.schema_arrow.names:
-                        return pa.nulls(pf.metadata.num_rows, value_type)
-                    vals = pf.read(columns=[column], use_threads=False).column(0)
-            except (OSError, pa.ArrowInvalid) as e:
-                raise HoodieTableError(f"Cannot read {column} of {self.storage.full(path)}: {e}") from e
-            return pc.cast(vals, value_type).combine_chunks()
+            # cached beside the key columns (base files never change): a stream's micro-batches
+            # look up the same files again and again
+            path = self._files[files[j]].path
+            cache_key = (self.storage.base_uri, path, column)
+            cached = _KEYS.get(cache_key)
+            if cached is None:
+                cached = self._read_column(path, column, value_type)
+                _KEYS.put(cache_key, cached, cached.nbytes)
+            return cached if cached.type == value_type else pc.cast(cached, value_type)
 
         # per file (not per record) its values; each record's row in its file by one hash join built
         # on the records (the small side), as in _exact_match: no hash table over the files' keys
@@ -392,6 +391,17 @@ class KeyIndex:
         at[joined.column("i").to_numpy()] = joined.column("row").to_numpy()
         stacked = pa.concat_arrays([v.cast(value_type) for v in values])
         return stacked.take(pa.array(at, mask=at < 0))
+
+    def _read_column(self, path: str, column: str, value_type: pa.DataType) -> pa.Array:
+        try:
+            with self.storage.open_input_file(path) as f:
+                pf = pq.ParquetFile(f)
+                if column not in pf.schema_arrow.names:
+                    return pa.nulls(pf.metadata.num_rows, value_type)
+                vals = pf.read(columns=[column], use_threads=False).column(0)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise HoodieTableError(f"Cannot read {column} of {self.storage.full(path)}: {e}") from e
+        return pc.cast(vals, value_type).combine_chunks()
 
     # -- steps -------------------------------------------------------------------------------
 

@@ -21,6 +21,10 @@ precombine ts.
              merged), after 5 deltacommits, after all of them, and after compaction    [timed]
   compact    hoodie_sink.compact(path, spark=spark): rows/s, log files and bytes merged, peak
              RSS of the Python workers (sampled every 0.1 s)                          [timed]
+  hudi       the MOR stream through Apache Hudi's Spark writer (--hudi, interop tier, its own
+             local[2] JVM after ours is done): seed bulk_inserted untimed, then the same files;
+             per-batch p50/p95 from its query's progress, Hudi's defaults otherwise (SIMPLE
+             index, metadata table), no compaction during the stream
 
 Every table is checked at the end with hudi-rs: rows, distinct keys and the sum of ts (each
 update applied, newest wins) against the generator's model.  Prints a Markdown table.  See
@@ -118,6 +122,45 @@ def check(path: str, expect_rows: int, expect_ts_sum: int) -> str:
     return f"{'OK' if ok else 'MISMATCH'} ({t.num_rows:,} rows, {keys:,} keys)"
 
 
+# Java's options for the same stream: its defaults otherwise (SIMPLE index, metadata table, small
+# file padding), and no compaction during the stream (ours runs with hoodie.compact.inline=false)
+JAVA_MOR = {
+    **BASE,
+    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+    "hoodie.compact.inline": "false",
+    "hoodie.datasource.compaction.async.enable": "false",
+}
+STREAM_DDL = (
+    "trip_id STRING, rider STRING, driver STRING, city STRING, ts TIMESTAMP, begin_lat DOUBLE, "
+    "begin_lon DOUBLE, end_lat DOUBLE, end_lon DOUBLE, fare DOUBLE, passengers INT"
+)
+
+
+def java_stream(version: str, root: str, inp, files: list[str]) -> tuple[list[float], str] | None:
+    """The MOR stream through Apache Hudi's Spark writer (the interop tier's JVM): the seed
+    bulk_inserted untimed, then every batch file; per-batch seconds (the first left out)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tests.interop.java_hudi import JavaHudi, interop_missing
+
+    if missing := interop_missing():
+        print(f"Apache Hudi stream skipped: the interop tier is not set up ({missing})", flush=True)
+        return None
+    java = JavaHudi(version, timeout_s=3600, driver_memory="6g")
+    try:
+        path, src = os.path.join(root, "java-mor"), os.path.join(root, "src-java")
+        os.makedirs(src)
+        feed(files, src, 0)
+        bulk = {**JAVA_MOR, "hoodie.datasource.write.operation": "bulk_insert"}
+        t0 = time.perf_counter()
+        java.call("write", path=path, input=inp.seed_dir, options=bulk, mode="append")
+        print(f"Apache Hudi bulk_insert of the seed: {time.perf_counter() - t0:.1f}s", flush=True)
+        out = java.call("stream", path=path, input=src, schema=STREAM_DDL, checkpoint=path + ".ckpt",
+                        options={**JAVA_MOR, "hoodie.datasource.write.operation": "upsert"})  # fmt: skip
+    finally:
+        java.close()
+    return out["batch_seconds"][1:], check(path, inp.expect_rows, inp.expect_ts_sum)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=5_000_000, help="rows of the table before the stream")
@@ -126,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cow-batches", type=int, default=10)
     ap.add_argument("--scratch", default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--hudi", default="0.15.0",
+                    help="Apache Hudi version of the same MOR stream (interop tier); 'none' skips it")  # fmt: skip
     args = ap.parse_args(argv)
     spark = build_spark(SparkSettings(), "bench-mor")
     results: list[dict[str, str]] = []
@@ -198,12 +243,20 @@ def main(argv: list[str] | None = None) -> int:
         feed(files[: args.cow_batches], src, 0)
         cow_times = stream(spark, schema, src, tables["COW"], ckpt, {**COW, **with_metrics["COW"]})
 
+        java = java_stream(args.hudi, root, inp, files) if args.hudi != "none" else None
+
         # the first batch of a query: query start-up
         measured = {"MOR": mor_times[1:], "MOR logs": logs_times[1:], "COW": cow_times[1:]}
         for name, ts in measured.items():
             results.append({"step": f"{name} stream, per batch ({len(ts)} batches)",
                             "seconds": f"p50 {percentile(ts, 0.5):.2f} / p95 {percentile(ts, 0.95):.2f}",
                             "figure": phase_medians(metrics[name])})  # fmt: skip
+        if java is not None:
+            ts, java_check = java
+            results.append({"step": f"Apache Hudi {args.hudi} MOR stream, per batch ({len(ts)} batches)",
+                            "seconds": f"p50 {percentile(ts, 0.5):.2f} / p95 {percentile(ts, 0.95):.2f}",
+                            "figure": f"{percentile(ts, 0.5) / percentile(measured['MOR'], 0.5):.1f}x our MOR p50; "
+                                      f"{java_check}"})  # fmt: skip
         cow_p50 = percentile(measured["COW"], 0.5)
         for name in ("MOR", "MOR logs"):
             speed = cow_p50 / percentile(measured[name], 0.5)

@@ -57,7 +57,9 @@ def stream(path: str, input: str, schema: str, checkpoint: str, options: dict) -
     seconds = time.perf_counter() - start
     if q.exception():
         raise RuntimeError(str(q.exception()))
-    return {"seconds": seconds, "batches": len(q.recentProgress)}
+    progress = [json.loads(p.json()) if hasattr(p, "json") else p for p in q.recentProgress]
+    batch_seconds = [p["durationMs"]["triggerExecution"] / 1000 for p in progress if p["numInputRows"] > 0]
+    return {"seconds": seconds, "batches": len(progress), "batch_seconds": batch_seconds}
 
 
 def read(path: str, out: str, options: dict | None = None) -> dict:

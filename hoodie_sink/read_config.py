@@ -4,8 +4,11 @@ Apache Hudi's read option names (DataSourceReadOptions).  Spark lowercases optio
 match case-insensitively.  What a read cannot honour is refused with an error naming the option,
 never answered with a snapshot in disguise:
 
-* `hoodie.datasource.query.type`: `snapshot` (default) and `read_optimized`; `incremental` (and
-  its `cdc` format) is not supported yet, nor are the options only incremental queries use.
+* `hoodie.datasource.query.type`: `snapshot` (default), `read_optimized` and `incremental` with
+  `hoodie.datasource.read.begin.instanttime` (exclusive, required), `...end.instanttime`
+  (inclusive, default the latest write) and `...incr.fallback.fulltablescan.enable`
+  (table/read/incremental.py); the `cdc` format and the other incremental options
+  (`...incr.path.glob`, `...schema.use.end.instanttime`, streaming) are not supported yet.
 * `as.of.instant` (Hudi's key for time travel): the formats Hudi's `formatQueryInstant` accepts.
 * an unknown `hoodie.*` key is an error with a suggestion.  Write options are accepted and
   ignored (users reuse one options dict for `df.write` and `spark.read`, and a SQL view's
@@ -28,12 +31,16 @@ AS_OF_INSTANT = "as.of.instant"
 INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 EXTRACT_PARTITION_VALUES = "hoodie.datasource.read.extract.partition.values.from.path"
 
-QUERY_TYPES = ("snapshot", "read_optimized")
-NOT_YET_QUERY_TYPES = ("incremental", "cdc")
+BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
+END_INSTANT = "hoodie.datasource.read.end.instanttime"
+INCR_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
 
-# Options of incremental / CDC queries: refused with the query type (not supported yet).
+QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
+NOT_YET_QUERY_TYPES = ("cdc",)
+_INCREMENTAL_KEYS = (BEGIN_INSTANT, END_INSTANT, INCR_FALLBACK)
+
+# Options of incremental / CDC queries not built yet: refused.
 _INCREMENTAL_ONLY = (
-    "hoodie.datasource.read.begin.instanttime", "hoodie.datasource.read.end.instanttime",
     "hoodie.datasource.read.incr.", "hoodie.datasource.read.schema.use.end.instanttime",
     "hoodie.datasource.read.streaming.", "hoodie.datasource.streaming.",
 )  # fmt: skip
@@ -43,7 +50,13 @@ _READ_TUNING = (
     "hoodie.datasource.merge.type", "hoodie.datasource.read.use.new.parquet.file.format",
     "hoodie.datasource.read.paths", "hoodie.datasource.read.fast.bootstrap.", "hoodie.schema.on.read.enable",
 )  # fmt: skip
-_KNOWN_READ_KEYS = (QUERY_TYPE, AS_OF_INSTANT, INCREMENTAL_FORMAT, EXTRACT_PARTITION_VALUES)
+_KNOWN_READ_KEYS = (
+    QUERY_TYPE,
+    AS_OF_INSTANT,
+    INCREMENTAL_FORMAT,
+    EXTRACT_PARTITION_VALUES,
+    *_INCREMENTAL_KEYS,
+)
 _WRITE_KEYS = {k.lower() for o in OPTIONS for k in (o.key, *o.aliases)}
 
 AS_OF_FORMATS = (
@@ -59,6 +72,14 @@ class ReadConfig:
     query_type: str = "snapshot"
     as_of_instant: str | None = None  # an instant time (14 or 17 digits), compared as Hudi does
     ignored: tuple[str, ...] = ()
+    # incremental: (begin, end]; end None = the latest write when the read is planned
+    begin_instant: str | None = None
+    end_instant: str | None = None
+    fallback_full_scan: bool = False
+
+    @property
+    def incremental(self) -> bool:
+        return self.query_type == "incremental"
 
     @property
     def read_optimized(self) -> bool:
@@ -73,8 +94,8 @@ class ReadConfig:
                 continue
             if key.startswith(_INCREMENTAL_ONLY):
                 raise HoodieConfigError(
-                    f"Option '{key}' belongs to incremental queries, which hoodie_sink does not support "
-                    f"yet. Help: remove it; supported query types ({QUERY_TYPE}): {', '.join(QUERY_TYPES)}."
+                    f"Option '{key}' is not supported yet (hoodie_sink's incremental queries take "
+                    f"{', '.join(_INCREMENTAL_KEYS)}). Help: remove it."
                 )
             if is_write_option(key) or key.startswith(_READ_TUNING):
                 ignored.append(key)
@@ -98,11 +119,34 @@ class ReadConfig:
                 f"Option '{EXTRACT_PARTITION_VALUES}'=true is not supported: partition columns are read "
                 "from the data files. Help: remove the option."
             )
+        query_type = _query_type(raw)
+        as_of = parse_as_of_instant(raw[AS_OF_INSTANT]) if raw.get(AS_OF_INSTANT) else None
+        incremental = {k: raw[k].strip() for k in _INCREMENTAL_KEYS if raw.get(k, "").strip()}
+        if query_type != "incremental" and incremental:
+            raise HoodieConfigError(
+                f"Option '{sorted(incremental)[0]}' applies to incremental queries. Help: set "
+                f"{QUERY_TYPE}=incremental, or remove it."
+            )
+        if query_type == "incremental":
+            if BEGIN_INSTANT not in incremental:
+                raise HoodieConfigError(
+                    f"An incremental query needs '{BEGIN_INSTANT}' (an instant time, exclusive, or earliest)."
+                )
+            if as_of:
+                raise HoodieConfigError(
+                    f"'{AS_OF_INSTANT}' is for snapshot queries; an incremental query ends at '{END_INSTANT}'."
+                )
+            fallback = incremental.get(INCR_FALLBACK, "false").lower()
+            if fallback not in ("true", "false"):
+                raise HoodieConfigError(f"Option '{INCR_FALLBACK}' takes true or false, got '{fallback}'.")
         return ReadConfig(
             path=target,
-            query_type=_query_type(raw),
-            as_of_instant=parse_as_of_instant(raw[AS_OF_INSTANT]) if raw.get(AS_OF_INSTANT) else None,
+            query_type=query_type,
+            as_of_instant=as_of,
             ignored=tuple(sorted(ignored)),
+            begin_instant=incremental.get(BEGIN_INSTANT),
+            end_instant=incremental.get(END_INSTANT),
+            fallback_full_scan=incremental.get(INCR_FALLBACK, "false").lower() == "true",
         )
 
 

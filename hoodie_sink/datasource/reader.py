@@ -62,6 +62,13 @@ from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.format.keygen import parse_partition_path
 from hoodie_sink.table.read import data_skipping
 from hoodie_sink.table.read.data_skipping import Predicate
+from hoodie_sink.table.read.incremental import (
+    IncrementalPlan,
+    open_incremental,
+    plan_incremental,
+    read_in_range,
+    touched_refs,
+)
 from hoodie_sink.table.read.snapshot import Snapshot, load_timeline, pinned_timeline, skip_slices, slice_ref
 from hoodie_sink.table.storage import Storage
 
@@ -78,6 +85,8 @@ class HoodieReader(DataSourceReader):
         self.predicates: list[Predicate] = []  # every supported filter, for data skipping
 
     def partitions(self):
+        if self.config.incremental:
+            return self._incremental_partitions()
         snap = self._open()
         self._schema = snap.schema
         files = self._files(snap)
@@ -87,6 +96,20 @@ class HoodieReader(DataSourceReader):
         # snapshot); the number of slots is fixed now, the files a slot reads are decided again at
         # read time if the table changed.
         return [InputPartition((i, n, plan, (files[i],) if files else ())) for i in range(n)]
+
+    def _incremental_partitions(self):
+        """An incremental query reads the touched file groups as of its end instant, resolved
+        now: a snapshot as of an instant does not change when later commits land, so the tasks
+        read exactly what was planned."""
+        cfg = self.config
+        assert cfg.begin_instant is not None, "ReadConfig requires it for incremental queries"
+        storage = Storage(cfg.path)
+        timeline = load_timeline(storage)
+        inc = plan_incremental(storage, timeline, cfg.begin_instant, cfg.end_instant, cfg.fallback_full_scan)
+        snap = open_incremental(cfg.path, inc, timeline)
+        self._schema = snap.schema
+        files = touched_refs(self._files(snap), inc) if inc.end else []
+        return [InputPartition((i, 0, inc, (ref,))) for i, ref in enumerate(files)]
 
     def _open(self, timeline=None) -> Snapshot:
         cfg = self.config
@@ -133,6 +156,11 @@ class HoodieReader(DataSourceReader):
         if partition is None or not getattr(partition, "value", None):
             return  # Spark still runs one read task when there is no partition
         slot, n, plan, planned = partition.value
+        if isinstance(plan, IncrementalPlan):
+            snap = open_incremental(self.config.path, plan)
+            for ref in planned:
+                yield from read_in_range(snap, ref, plan, self.columns).to_batches()
+            return
         storage = Storage(self.config.path)
         snap, refs = self._slot_files(storage, slot, n, plan, planned)
         for ref in refs:

@@ -50,7 +50,9 @@ def test_read_options_are_checked_and_streaming_reads_are_refused(spark, tmp_pat
     path = tmp_path / "t"
     _write(spark, path, rows=[(1, "sf")])
     read = spark.read.format("hoodie")
-    with pytest.raises(Exception, match="hoodie.datasource.query.type.*incremental.*not supported yet"):
+    with pytest.raises(Exception, match="hoodie.datasource.query.type.*cdc.*not supported yet"):
+        read.option("hoodie.datasource.query.type", "cdc").load(str(path)).collect()
+    with pytest.raises(Exception, match="incremental query needs 'hoodie.datasource.read.begin.instanttime'"):
         read.option("hoodie.datasource.query.type", "incremental").load(str(path)).collect()
     with pytest.raises(Exception, match="Unknown read option 'hoodie.datasource.query.typ'"):
         read.option("hoodie.datasource.query.typ", "snapshot").load(str(path)).collect()
@@ -62,3 +64,40 @@ def test_read_options_are_checked_and_streaming_reads_are_refused(spark, tmp_pat
             q.processAllAvailable()
         finally:
             q.stop()
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_incremental_query_through_spark(spark, tmp_path, table_type):
+    """Each write's changes, and a range of them, as the engine's incremental read and the model say."""
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTS,
+        "hoodie.datasource.write.precombine.field": "v",
+        "hoodie.datasource.write.table.type": table_type,
+    }
+    writes = [[(1, "sf", 1), (2, "la", 1), (3, "sf", 1)], [(2, "la", 2), (4, "ny", 2)], [(1, "sf", 3)]]
+    instants = []
+    for rows in writes:
+        spark.createDataFrame(rows, "id BIGINT, city STRING, v BIGINT").write.format("hoodie").options(
+            **opts
+        ).mode("append").save(path)
+        instants.append(Timeline.load(Storage(path)).latest_completed().timestamp)
+
+    def incremental(begin, end=None):
+        read = spark.read.format("hoodie").option("hoodie.datasource.query.type", "incremental")
+        read = read.option("hoodie.datasource.read.begin.instanttime", begin)
+        if end:
+            read = read.option("hoodie.datasource.read.end.instanttime", end)
+        return sorted((r.id, r.v, r._hoodie_commit_time) for r in read.load(path).collect())
+
+    t1, t2, t3 = instants
+    assert incremental("earliest", t1) == [(1, 1, t1), (2, 1, t1), (3, 1, t1)]
+    assert incremental(t1, t2) == [(2, 2, t2), (4, 2, t2)]
+    assert incremental(t2) == [(1, 3, t3)]  # end: the latest write
+    assert incremental(t1) == [(1, 3, t3), (2, 2, t2), (4, 2, t2)]
+    assert incremental("earliest", t2) == [(1, 1, t1), (2, 2, t2), (3, 1, t1), (4, 2, t2)]
+    assert incremental(t3) == []
+    # the columns a query selects, and a partition filter
+    read = spark.read.format("hoodie").option("hoodie.datasource.query.type", "incremental")
+    df = read.option("hoodie.datasource.read.begin.instanttime", t1).load(path)
+    assert sorted(r.id for r in df.where("city = 'la'").select("id").collect()) == [2]

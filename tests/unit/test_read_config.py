@@ -36,15 +36,26 @@ def test_query_types():
     assert ReadConfig.from_options({"path": "/t"}).query_type == "snapshot"
     cfg = ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "READ_OPTIMIZED"})
     assert cfg.read_optimized
-    for value in ("incremental", "cdc"):
-        with pytest.raises(HoodieConfigError, match=f"query.type.*{value}.*not supported yet"):
-            ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": value})
+    with pytest.raises(HoodieConfigError, match="query.type.*cdc.*not supported yet"):
+        ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "cdc"})
+    with pytest.raises(HoodieConfigError, match="incremental query needs 'hoodie.datasource.read.begin"):
+        ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "incremental"})
+    cfg = ReadConfig.from_options(
+        {"path": "/t", "hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": "0",
+         "hoodie.datasource.read.incr.fallback.fulltablescan.enable": "true"}
+    )  # fmt: skip
+    assert cfg.incremental and cfg.begin_instant == "0" and cfg.end_instant is None and cfg.fallback_full_scan
+    with pytest.raises(HoodieConfigError, match="incr.path.glob' is not supported yet"):
+        ReadConfig.from_options(
+            {"path": "/t", "hoodie.datasource.query.type": "incremental",
+             "hoodie.datasource.read.begin.instanttime": "0", "hoodie.datasource.read.incr.path.glob": "*"}
+        )  # fmt: skip
     with pytest.raises(HoodieConfigError, match="not supported yet"):
         ReadConfig.from_options(
             {"path": "/t", "hoodie.datasource.query.type": "incremental",
              "hoodie.datasource.query.incremental.format": "cdc"}
         )  # fmt: skip
-    with pytest.raises(HoodieConfigError, match="accepted values: snapshot, read_optimized"):
+    with pytest.raises(HoodieConfigError, match="accepted values: snapshot, read_optimized, incremental"):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "snapshoot"})
     with pytest.raises(HoodieConfigError, match="begin.instanttime.*incremental queries"):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.read.begin.instanttime": "0"})

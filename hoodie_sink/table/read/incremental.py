@@ -29,11 +29,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
+from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commit_metadata
 from hoodie_sink.table.read.retention import oldest_readable_instant
-from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
+from hoodie_sink.table.read.snapshot import Snapshot, parse_slice_ref
 from hoodie_sink.table.storage import Storage
 
 COMMIT_TIME = META_COLUMNS[0]
@@ -109,6 +110,45 @@ def _check_holes(timeline: Timeline, begin: str, end: str) -> None:
             )
 
 
+def open_incremental(path: str, plan: IncrementalPlan, timeline: Timeline | None = None) -> Snapshot:
+    """The snapshot an incremental read reads from: as of its end."""
+    snap = Snapshot.open(path, as_of=plan.end, timeline=timeline) if plan.end else Snapshot.open(path)
+    if not snap.table.populate_meta_fields:
+        raise HoodieTableError(
+            f"Incremental reads need the commit time of every record, which {snap.storage.base_uri} does not "
+            "store (hoodie.populate.meta.fields=false)."
+        )
+    return snap
+
+
+def touched_refs(refs: list[str], plan: IncrementalPlan) -> list[str]:
+    """The read refs (base file paths or slice refs, see snapshot.py) of the touched file groups."""
+    if plan.end is None:
+        return []
+    if plan.file_ids is None:
+        return refs
+    return [ref for ref in refs if _file_id(ref) in plan.file_ids]
+
+
+def _file_id(ref: str) -> str:
+    if "\n" in ref:
+        return parse_slice_ref(ref).file_id
+    partition_path, _, name = ref.rpartition("/")
+    bf = BaseFile.parse(partition_path, name)
+    if bf is None:
+        raise HoodieTableError(f"Not a base file: {ref}")
+    return bf.file_id
+
+
+def read_in_range(snap: Snapshot, ref: str, plan: IncrementalPlan, columns: list[str] | None) -> pa.Table:
+    """One ref's records with a commit time in the plan's range."""
+    want = columns if columns is None or COMMIT_TIME in columns else [*columns, COMMIT_TIME]
+    rows = snap.read_ref(ref, want)
+    times = rows.column(COMMIT_TIME)
+    rows = rows.filter(pc.and_(pc.greater(times, plan.begin), pc.less_equal(times, plan.end)))
+    return rows.select(columns) if columns is not None else rows
+
+
 def read_incremental(
     path: str,
     begin: str,
@@ -121,30 +161,10 @@ def read_incremental(
     storage = Storage(path)
     timeline = Timeline.load(storage)
     plan = plan_incremental(storage, timeline, begin, end, fallback_full_scan)
-    snap = Snapshot.open(path, as_of=plan.end, timeline=timeline) if plan.end else Snapshot.open(path)
-    if not snap.table.populate_meta_fields:
-        raise HoodieTableError(
-            f"Incremental reads need the commit time of every record, which {storage.base_uri} does not "
-            "store (hoodie.populate.meta.fields=false)."
-        )
-    want = columns if columns is None or COMMIT_TIME in columns else [*columns, COMMIT_TIME]
-    if plan.end is None or plan.file_ids is not None and not plan.file_ids:
+    snap = open_incremental(path, plan, timeline)
+    refs = touched_refs(snap.read_refs(partition_filter), plan)
+    parts = [read_in_range(snap, ref, plan, columns) for ref in refs]
+    if not parts:
         empty = snap.schema.empty_table()
         return empty.select(columns) if columns is not None else empty
-    keep = (lambda fid: True) if plan.file_ids is None else plan.file_ids.__contains__
-    parts = []
-    if snap.merges_logs:
-        for sl in snap.file_slices(partition_filter):
-            if keep(sl.file_id):
-                parts.append(snap.read_ref(slice_ref(sl), want))
-    else:
-        for bf in snap.base_files(partition_filter):
-            if keep(bf.file_id):
-                parts.append(snap.read_file(bf, want))
-    rows = pa.concat_tables(parts, promote_options="permissive") if parts else snap.schema.empty_table()
-    if want is not None:
-        rows = rows.select(want)
-    times = rows.column(COMMIT_TIME)
-    in_range = pc.and_(pc.greater(times, plan.begin), pc.less_equal(times, plan.end))
-    rows = rows.filter(in_range)
-    return rows.select(columns) if columns is not None else rows
+    return pa.concat_tables(parts, promote_options="permissive")

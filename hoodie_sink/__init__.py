@@ -42,10 +42,30 @@ def write(data, path: str, options: dict | None = None, mode: str = "append"):
     return _write(data, path, options or {}, mode=mode)
 
 
-def read(path: str, **kwargs):
-    """Snapshot-read the Hudi table at `path` into an Arrow table, without Spark."""
+def read(path: str, options: dict | None = None, **kwargs):
+    """Read the Hudi table at `path` into an Arrow table, without Spark: its latest snapshot, or
+    what `options` (Hudi's read options, as for spark.read: query type, as.of.instant, the
+    incremental query's begin and end instants) ask for.  `kwargs`: `columns`, `partition_filter`,
+    and for snapshots `filters` (see table/read/snapshot.py)."""
     from hoodie_sink.table.read.snapshot import read_snapshot
 
+    if options:
+        from hoodie_sink.errors import HoodieConfigError
+        from hoodie_sink.read_config import ReadConfig
+
+        cfg = ReadConfig.from_options(options, path=path)
+        if cfg.incremental:
+            from hoodie_sink.table.read.incremental import read_incremental
+
+            unknown = set(kwargs) - {"columns", "partition_filter"}
+            if unknown:
+                raise HoodieConfigError(
+                    f"An incremental read takes columns and partition_filter, not {sorted(unknown)}."
+                )
+            assert cfg.begin_instant is not None, "ReadConfig requires it"
+            return read_incremental(path, cfg.begin_instant, cfg.end_instant, fallback_full_scan=cfg.fallback_full_scan,
+                                    **kwargs)  # fmt: skip
+        kwargs = {"as_of": cfg.as_of_instant, "read_optimized": cfg.read_optimized, **kwargs}
     return read_snapshot(path, **kwargs)
 
 

@@ -23,7 +23,7 @@ Where Java answers less than that without a word, this module refuses instead:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -111,8 +111,15 @@ def _check_holes(timeline: Timeline, begin: str, end: str) -> None:
 
 
 def open_incremental(path: str, plan: IncrementalPlan, timeline: Timeline | None = None) -> Snapshot:
-    """The snapshot an incremental read reads from: as of its end."""
-    snap = Snapshot.open(path, as_of=plan.end, timeline=timeline) if plan.end else Snapshot.open(path)
+    """The snapshot an incremental read reads from: as of its end, in the table's latest schema
+    (as Java's default, hoodie.datasource.read.schema.use.end.instanttime=false: columns added
+    after the end are null, and the read has the schema Spark was told)."""
+    latest = Snapshot.open(path, timeline=timeline)
+    snap = (
+        replace(Snapshot.open(path, as_of=plan.end, timeline=timeline), schema=latest.schema)
+        if plan.end
+        else latest
+    )
     if not snap.table.populate_meta_fields:
         raise HoodieTableError(
             f"Incremental reads need the commit time of every record, which {snap.storage.base_uri} does not "

@@ -124,3 +124,17 @@ def test_refusals(tmp_path):
     with pytest.raises(HoodieTableError, match="still pending"):
         read_incremental(path, instants[-2], instants[-1])
     assert read_incremental(path, instants[-1]).num_rows == 0  # nothing after the last write
+
+
+def test_a_range_before_a_new_column_reads_in_the_latest_schema(tmp_path):
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.operation": "upsert"}
+    hoodie_sink.write(
+        pa.table({"id": ["a", "b"], "part": ["p0", "p1"], "ts": [1, 1], "v": [1, 2]}), path, opts
+    )
+    first = max(completed(path))
+    wider = pa.table({"id": ["c"], "part": ["p0"], "ts": [2], "v": [3], "note": ["new"]})
+    hoodie_sink.write(wider, path, opts)
+    old = read_incremental(path, "000", first)
+    assert sorted(old.column("id").to_pylist()) == ["a", "b"] and old.column("note").null_count == 2
+    assert read_incremental(path, first).column("note").to_pylist() == ["new"]

@@ -339,7 +339,7 @@ class UpsertTask:
         pyarrow releases the GIL while it reads, takes and encodes.  Each running job holds one
         file group (old version, changes, new version) in memory."""
         sizes = {key: self._bucket_bytes.get(key, 0) for key in self._buckets}
-        planned = [
+        planned: list[tuple[tuple[str, str], Callable[[], None]] | None] = [
             (key, job)
             for key in list(self._buckets)
             if (job := self._plan_flush(key, final=True)) is not None
@@ -353,20 +353,24 @@ class UpsertTask:
         try:
             # in chunks of about one bucket's budget: the logs of a chunk are encoded together
             # (the encoded records are a second copy of the chunk's changes while it is written)
-            chunk: list[Callable[[], None]] = []
-            chunk_bytes = 0
-            for i, (key, job) in enumerate(planned):
-                chunk.append(job)
-                chunk_bytes += sizes.get(key, 0)
-                if chunk_bytes >= self.cfg.bucket_buffer_bytes or i == len(planned) - 1:
-                    self._prepare_logs([k for k, _ in planned[i + 1 - len(chunk) : i + 1]])
-                    if pool is None:
-                        for j in chunk:
-                            j()
-                    else:  # the first failure fails the task (the others finish or fail too)
-                        for future in [pool.submit(j) for j in chunk]:
-                            future.result()
-                    chunk, chunk_bytes = [], 0
+            start, chunk_bytes = 0, 0
+            for i, entry in enumerate(planned):
+                assert entry is not None
+                chunk_bytes += sizes.get(entry[0], 0)
+                if chunk_bytes < self.cfg.bucket_buffer_bytes and i < len(planned) - 1:
+                    continue
+                chunk = [e for e in planned[start : i + 1] if e is not None]
+                self._prepare_logs([key for key, _ in chunk])
+                if pool is None:
+                    for _, job in chunk:
+                        job()
+                else:  # the first failure fails the task (the others finish or fail too)
+                    for future in [pool.submit(job) for _, job in chunk]:
+                        future.result()
+                # the jobs hold their changes: let them go once written
+                planned[start : i + 1] = [None] * (i + 1 - start)
+                del chunk
+                start, chunk_bytes = i + 1, 0
         finally:
             if pool is not None:
                 pool.shutdown()

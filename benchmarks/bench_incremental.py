@@ -26,16 +26,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from bench_mor import BASE  # noqa: E402
 from bench_streaming import trips_table  # noqa: E402
 from common import SparkSettings, build_spark, format_table, human_rows, scratch_dir  # noqa: E402
 
-OPTS = {
-    "hoodie.table.name": "trips",
-    "hoodie.datasource.write.recordkey.field": "trip_id",
-    "hoodie.datasource.write.partitionpath.field": "city",
-    "hoodie.datasource.write.precombine.field": "ts",
-    "hoodie.compact.inline": "false",
-}
+OPTS = {**BASE, "hoodie.compact.inline": "false"}  # bench_mor's trips table
 
 
 def build(

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.schema import META_COLUMNS
-from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS
+from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commit_metadata
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.read.snapshot import Snapshot, parse_slice_ref
@@ -75,11 +75,10 @@ def plan_incremental(
             f"versions and instants from {oldest} on (cleaning and archival removed older ones). Help: use an "
             f"end instant of {oldest} or later."
         )
-    _check_holes(timeline, begin, end)
-    in_range = [i for i in timeline.completed(WRITE_ACTIONS) if begin < i.timestamp <= end]
-    archived = bool(storage.list_names(f"{META_DIR}/archived"))
     completed = timeline.completed(WRITE_ACTIONS)
-    if archived and completed and begin < completed[0].timestamp:
+    in_range = [i for i in completed if begin < i.timestamp <= end]
+    _check_holes(timeline, begin, end, in_range)
+    if begin < completed[0].timestamp and storage.list_names(f"{META_DIR}/archived"):
         if not fallback_full_scan:
             raise HoodieTableError(
                 f"Incremental read from {begin} on {storage.base_uri}: the active timeline starts at "
@@ -95,16 +94,16 @@ def plan_incremental(
     return IncrementalPlan(begin, end, frozenset(touched), tuple(i.timestamp for i in in_range))
 
 
-def _check_holes(timeline: Timeline, begin: str, end: str) -> None:
+def _check_holes(timeline: Timeline, begin: str, end: str, in_range: list[Instant]) -> None:
     """A write pending inside the range, older than the newest completed write there."""
-    completed = [i.timestamp for i in timeline.completed(WRITE_ACTIONS) if begin < i.timestamp <= end]
-    if not completed:
+    if not in_range:
         return
+    newest = in_range[-1].timestamp
     for inst in timeline.pending(WRITE_ACTIONS):
-        if begin < inst.timestamp < completed[-1]:
+        if begin < inst.timestamp < newest:
             raise HoodieTableError(
                 f"Incremental read of ({begin}, {end}]: write {inst.timestamp} ({inst.action}) is still pending "
-                f"while {completed[-1]} has completed; its records would appear later with a commit time this "
+                f"while {newest} has completed; its records would appear later with a commit time this "
                 "read has passed (hoodie.read.timeline.holes.resolution.policy=FAIL). Help: end the range before "
                 f"{inst.timestamp}, or wait until it completes or is rolled back."
             )

@@ -117,3 +117,25 @@ def test_a_run_that_died_after_its_archive_file_does_not_archive_twice(tmp_path,
     archived = [e for e in load_archived_timeline(storage) if e.instant.state == COMPLETED]
     assert len(archived) == 5 and len({e.instant.timestamp for e in archived}) == 5
     assert_table_matches(path, [{"id": r, "p": "p0", "v": r} for r in range(8)])
+
+
+def test_an_instant_archived_after_its_timeline_was_listed_is_read_from_the_archive(tmp_path):
+    # A reader (a clustering beside a stream) lists the timeline, another writer archives, then the
+    # reader reads a listed commit: it gets the archived copy, not a FileNotFoundError.
+    from hoodie_sink.table.format.timeline.timeline import commit_metadata
+
+    path = tmp_path / "t"
+    storage = Storage(str(path))
+    for r in range(3):
+        hoodie_sink.write(pa.Table.from_pylist([{"id": r, "p": "p0", "v": r}]), str(path), OPTS)
+    listed = Timeline.load(storage)
+    first = listed.completed()[0]
+    before = commit_metadata(storage, listed, first)
+    for r in range(3, 12):
+        hoodie_sink.write(pa.Table.from_pylist([{"id": r, "p": "p0", "v": r}]), str(path), OPTS)
+    assert first not in Timeline.load(storage).completed()  # archived meanwhile
+    after = commit_metadata(storage, listed, first)
+    assert [s.file_id for s in after.write_stats] == [s.file_id for s in before.write_stats]
+    assert after.operation_type == before.operation_type
+    with pytest.raises(FileNotFoundError):  # an instant that never existed still fails
+        commit_metadata(storage, listed, Instant("20200101000000000", COMMIT, COMPLETED))

@@ -15,6 +15,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
+from hoodie_sink.table.format.archived_timeline import archive_file_number, decode_archive_file
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.timeline.instant import (
@@ -267,7 +268,16 @@ class TimelineStore:
             self.storage.delete(self.path(Instant(ts, action, state)))
 
     def read_json(self, instant: Instant) -> dict[str, Any]:
-        raw = self.storage.read_bytes(self.path(instant))
+        try:
+            raw = self.storage.read_bytes(self.path(instant))
+        except FileNotFoundError:
+            # A completed instant listed a moment ago can be archived by another writer before
+            # its file is read (a stream archives after each commit).  Archival writes the
+            # archive file before it deletes the active ones, so its content is there.
+            archived = self._read_archived(instant) if instant.state == COMPLETED else None
+            if archived is None:
+                raise
+            return archived
         try:
             return json.loads(raw) if raw.strip() else {}
         except ValueError as e:
@@ -275,6 +285,16 @@ class TimelineStore:
                 f"Corrupt timeline file {self.storage.full(self.path(instant))}: {e}. "
                 "Help: the table's latest commit cannot be parsed; restore it from a backup."
             ) from e
+
+    def _read_archived(self, instant: Instant) -> dict[str, Any] | None:
+        folder = f"{META_DIR}/{read_table_config(self.storage).archive_folder}"
+        names = [n for n in self.storage.list_names(folder) if archive_file_number(n) is not None]
+        for name in sorted(names, key=lambda n: archive_file_number(n) or 0, reverse=True):  # newest first
+            for entry in decode_archive_file(self.storage.read_bytes(f"{folder}/{name}"), name):
+                if entry.instant == instant:
+                    log.info("Instant %s was archived while it was read; its archived copy is used", instant)
+                    return entry.details or {}
+        return None
 
 
 def _state_unknown(

@@ -8,7 +8,12 @@ never answered with a snapshot in disguise:
   `hoodie.datasource.read.begin.instanttime` (exclusive, required), `...end.instanttime`
   (inclusive, default the latest write) and `...incr.fallback.fulltablescan.enable`
   (table/read/incremental.py); the `cdc` format and the other incremental options
-  (`...incr.path.glob`, `...schema.use.end.instanttime`, streaming) are not supported yet.
+  (`...incr.path.glob`, `...schema.use.end.instanttime`) are not supported yet.
+* streaming reads (`spark.readStream`, parsed with `streaming=True`): `hoodie.datasource.streaming.startOffset`
+  (earliest, latest or an instant time) and hoodie_sink's own
+  `hoodie.datasource.streaming.max.instants.per.batch` (rate limiting); both are refused in batch
+  reads, and the batch-only options (`as.of.instant`, begin / end instants, read_optimized) in
+  streaming ones.
 * `as.of.instant` (Hudi's key for time travel): the formats Hudi's `formatQueryInstant` accepts.
 * an unknown `hoodie.*` key is an error with a suggestion.  Write options are accepted and
   ignored (users reuse one options dict for `df.write` and `spark.read`, and a SQL view's
@@ -34,6 +39,10 @@ EXTRACT_PARTITION_VALUES = "hoodie.datasource.read.extract.partition.values.from
 BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
 END_INSTANT = "hoodie.datasource.read.end.instanttime"
 INCR_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
+START_OFFSET = "hoodie.datasource.streaming.startoffset"  # Hudi's startOffset; Spark lowercases keys
+START_OFFSET_NAME = "hoodie.datasource.streaming.startOffset"
+MAX_INSTANTS = "hoodie.datasource.streaming.max.instants.per.batch"
+_STREAMING_KEYS = (START_OFFSET, MAX_INSTANTS)
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 NOT_YET_QUERY_TYPES = ("cdc",)
@@ -56,6 +65,7 @@ _KNOWN_READ_KEYS = (
     INCREMENTAL_FORMAT,
     EXTRACT_PARTITION_VALUES,
     *_INCREMENTAL_KEYS,
+    *_STREAMING_KEYS,
 )
 _WRITE_KEYS = {k.lower() for o in OPTIONS for k in (o.key, *o.aliases)}
 
@@ -76,6 +86,10 @@ class ReadConfig:
     begin_instant: str | None = None
     end_instant: str | None = None
     fallback_full_scan: bool = False
+    # streaming reads
+    streaming: bool = False
+    start_offset: str = "earliest"
+    max_instants_per_batch: int | None = None
 
     @property
     def incremental(self) -> bool:
@@ -86,7 +100,9 @@ class ReadConfig:
         return self.query_type == "read_optimized"
 
     @staticmethod
-    def from_options(options: Mapping[str, str], path: str | None = None) -> ReadConfig:
+    def from_options(
+        options: Mapping[str, str], path: str | None = None, streaming: bool = False
+    ) -> ReadConfig:
         raw = {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
         ignored = []
         for key, _value in raw.items():
@@ -127,7 +143,7 @@ class ReadConfig:
                 f"Option '{sorted(incremental)[0]}' applies to incremental queries. Help: set "
                 f"{QUERY_TYPE}=incremental, or remove it."
             )
-        if query_type == "incremental":
+        if query_type == "incremental" and not streaming:
             if BEGIN_INSTANT not in incremental:
                 raise HoodieConfigError(
                     f"An incremental query needs '{BEGIN_INSTANT}' (an instant time, exclusive, or earliest)."
@@ -139,6 +155,7 @@ class ReadConfig:
             fallback = incremental.get(INCR_FALLBACK, "false").lower()
             if fallback not in ("true", "false"):
                 raise HoodieConfigError(f"Option '{INCR_FALLBACK}' takes true or false, got '{fallback}'.")
+        stream = _streaming_options(raw, streaming, query_type, as_of, incremental)
         return ReadConfig(
             path=target,
             query_type=query_type,
@@ -147,7 +164,50 @@ class ReadConfig:
             begin_instant=incremental.get(BEGIN_INSTANT),
             end_instant=incremental.get(END_INSTANT),
             fallback_full_scan=incremental.get(INCR_FALLBACK, "false").lower() == "true",
+            streaming=streaming,
+            **stream,
         )
+
+
+def _shown(key: str) -> str:
+    return START_OFFSET_NAME if key == START_OFFSET else key
+
+
+def _streaming_options(
+    raw: Mapping[str, str],
+    streaming: bool,
+    query_type: str,
+    as_of: str | None,
+    incremental: Mapping[str, str],
+) -> dict:
+    given = {k: raw[k].strip() for k in _STREAMING_KEYS if raw.get(k, "").strip()}
+    if not streaming:
+        if given:
+            raise HoodieConfigError(
+                f"Option '{_shown(sorted(given)[0])}' applies to streaming reads (spark.readStream.format('hoodie')). "
+                "Help: remove it, or read the table as a stream."
+            )
+        return {}
+    batch_only = [*incremental, *([AS_OF_INSTANT] if as_of else [])]
+    if batch_only or query_type == "read_optimized":
+        shown = batch_only[0] if batch_only else f"{QUERY_TYPE}=read_optimized"
+        raise HoodieConfigError(
+            f"Option '{shown}' does not apply to a streaming read: a stream reads every write after its start "
+            f"offset. Help: remove it; choose where the stream starts with {START_OFFSET_NAME} (earliest, latest or "
+            "an instant time)."
+        )
+    out: dict = {"start_offset": given.get(START_OFFSET, "earliest")}
+    if MAX_INSTANTS in given:
+        try:
+            n = int(given[MAX_INSTANTS])
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise HoodieConfigError(
+                f"Option '{MAX_INSTANTS}' takes a positive number of commits, got '{given[MAX_INSTANTS]}'."
+            )
+        out["max_instants_per_batch"] = n
+    return out
 
 
 def _query_type(raw: Mapping[str, str]) -> str:

@@ -98,18 +98,9 @@ class HoodieReader(DataSourceReader):
         return [InputPartition((i, n, plan, (files[i],) if files else ())) for i in range(n)]
 
     def _incremental_partitions(self):
-        """An incremental query reads the touched file groups as of its end instant, resolved
-        now: a snapshot as of an instant does not change when later commits land, so the tasks
-        read exactly what was planned."""
         cfg = self.config
         assert cfg.begin_instant is not None, "ReadConfig requires it for incremental queries"
-        storage = Storage(cfg.path)
-        timeline = load_timeline(storage)
-        inc = plan_incremental(storage, timeline, cfg.begin_instant, cfg.end_instant, cfg.fallback_full_scan)
-        snap = open_incremental(cfg.path, inc, timeline)
-        self._schema = snap.schema
-        files = touched_refs(self._files(snap), inc) if inc.end else []
-        return [InputPartition((i, 0, inc, (ref,))) for i, ref in enumerate(files)]
+        return incremental_partitions(self, cfg.begin_instant, cfg.end_instant)
 
     def _open(self, timeline=None) -> Snapshot:
         cfg = self.config
@@ -157,9 +148,7 @@ class HoodieReader(DataSourceReader):
             return  # Spark still runs one read task when there is no partition
         slot, n, plan, planned = partition.value
         if isinstance(plan, IncrementalPlan):
-            snap = open_incremental(self.config.path, plan)
-            for ref in planned:
-                yield from read_in_range(snap, ref, plan, self.columns).to_batches()
+            yield from read_incremental_partition(self.config.path, plan, planned, self.columns)
             return
         storage = Storage(self.config.path)
         snap, refs = self._slot_files(storage, slot, n, plan, planned)
@@ -191,6 +180,38 @@ class HoodieReader(DataSourceReader):
             return snap, planned  # the planned snapshot and filters: the planned files
         files = _replanned(self, snap, prune)
         return snap, tuple(files[slot::n])
+
+
+def incremental_partitions(reader: HoodieReader, begin: str, end: str | None) -> list[InputPartition]:
+    """An incremental read of (begin, end] reads the touched file groups as of its end instant,
+    resolved now: a snapshot as of an instant does not change when later commits land, so the
+    tasks read exactly what was planned (a stream's replayed micro-batch too)."""
+    cfg = reader.config
+    storage = Storage(cfg.path)
+    timeline = load_timeline(storage)
+    inc = plan_incremental(storage, timeline, begin, end, cfg.fallback_full_scan)
+    snap = open_incremental(cfg.path, inc, timeline)
+    reader._schema = snap.schema
+    files = touched_refs(reader._files(snap), inc) if inc.end else []
+    return [InputPartition((i, 0, inc, (ref,))) for i, ref in enumerate(files)]
+
+
+def read_incremental_partition(
+    path: str, plan: IncrementalPlan, refs: tuple[str, ...], columns: list[str], whole_schema: bool = False
+):
+    """The planned refs' records in the plan's range.  `whole_schema`: `columns` are all the
+    table's columns as a stream saw them when it started, and a column added since fails the read
+    (dropping it would lose its values without a word; a restarted query sees it)."""
+    snap = open_incremental(path, plan)
+    added = [c for c in snap.schema.names if c not in columns]
+    if whole_schema and added:
+        raise HoodieTableError(
+            f"The schema of {path} gained column(s) {', '.join(added)} after this streaming query started "
+            "(Spark fixes a stream's schema at its start). Help: restart the query; it resumes from its "
+            "checkpoint and reads the new columns."
+        )
+    for ref in refs:
+        yield from read_in_range(snap, ref, plan, columns).to_batches()
 
 
 _REPLANNED: dict = {}  # per Python worker: tasks of one query share one listing

@@ -10,15 +10,15 @@ from pyspark.sql.types import StructType
 from hoodie_sink.datasource.batch_writer import HoodieBatchWriter
 from hoodie_sink.datasource.reader import HoodiePushdownReader, HoodieReader
 from hoodie_sink.datasource.spark_schema import arrow_to_spark
+from hoodie_sink.datasource.stream_reader import HoodieStreamReader
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.read.snapshot import Snapshot
 
-STREAMING_READ_UNSUPPORTED = (
-    "Streaming reads from a Hudi table (spark.readStream.format('hoodie')) are not supported yet by "
-    "hoodie_sink. Help: read the table in batch with spark.read.format('hoodie').load(path); "
-    "streaming writes (df.writeStream.format('hoodie')) are supported."
+SIMPLE_STREAM_READER_UNSUPPORTED = (
+    "hoodie reads a table as a stream with Spark's DataSourceStreamReader (offsets are commit instants), "
+    "not with a simple stream reader."
 )
 
 
@@ -27,13 +27,16 @@ class HoodieDataSource(DataSource):
     def name(cls) -> str:
         return "hoodie"
 
-    def _read_config(self) -> ReadConfig:
+    def _read_config(self, streaming: bool = False) -> ReadConfig:
         """The read options, parsed once per call site (schema() and reader() may run in
         different Python workers, so nothing is kept between them)."""
-        return ReadConfig.from_options(self.options)
+        return ReadConfig.from_options(self.options, streaming=streaming)
 
     def schema(self) -> StructType:
-        cfg = self._read_config()
+        # Spark asks for the schema before it says whether the read is a stream: a streaming
+        # option here means one; reader() / streamReader() then check the options strictly.
+        streaming = any(k.lower().startswith("hoodie.datasource.streaming.") for k in self.options)
+        cfg = self._read_config(streaming)
         return arrow_to_spark(Snapshot.open(cfg.path, cfg.as_of_instant, cfg.read_optimized).schema)
 
     def reader(self, schema: StructType):
@@ -46,11 +49,11 @@ class HoodieDataSource(DataSource):
         cls = HoodiePushdownReader if caller.endswith("data_source_pushdown_filters") else HoodieReader
         return cls(self._read_config(), columns)
 
-    def streamReader(self, schema: StructType):
-        raise HoodieConfigError(STREAMING_READ_UNSUPPORTED)
+    def streamReader(self, schema: StructType) -> HoodieStreamReader:
+        return HoodieStreamReader(self._read_config(streaming=True), [f.name for f in schema.fields])
 
     def simpleStreamReader(self, schema: StructType):
-        raise HoodieConfigError(STREAMING_READ_UNSUPPORTED)
+        raise HoodieConfigError(SIMPLE_STREAM_READER_UNSUPPORTED)
 
     def writer(self, schema: StructType, overwrite: bool) -> HoodieBatchWriter:
         return HoodieBatchWriter(self.options, schema, overwrite)

@@ -46,7 +46,7 @@ def test_as_of_instant_through_spark(spark, tmp_path):
         spark.read.format("hoodie").option("as.of.instant", "yesterday").load(str(path)).collect()
 
 
-def test_read_options_are_checked_and_streaming_reads_are_refused(spark, tmp_path):
+def test_read_options_are_checked(spark, tmp_path):
     path = tmp_path / "t"
     _write(spark, path, rows=[(1, "sf")])
     read = spark.read.format("hoodie")
@@ -58,12 +58,6 @@ def test_read_options_are_checked_and_streaming_reads_are_refused(spark, tmp_pat
         read.option("hoodie.datasource.query.typ", "snapshot").load(str(path)).collect()
     # one options dict for writes and reads: write options are accepted on a read
     assert spark.read.format("hoodie").options(**OPTS).load(str(path)).count() == 1
-    with pytest.raises(Exception, match="Streaming reads .* are not supported yet"):
-        q = spark.readStream.format("hoodie").load(str(path)).writeStream.format("console").start()
-        try:
-            q.processAllAvailable()
-        finally:
-            q.stop()
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
+from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
@@ -77,7 +78,7 @@ def plan_incremental(
         )
     completed = timeline.completed(WRITE_ACTIONS)
     in_range = [i for i in completed if begin < i.timestamp <= end]
-    _check_holes(timeline, begin, end, in_range)
+    _check_holes(storage, timeline, begin, end, in_range)
     if begin < completed[0].timestamp and storage.list_names(f"{META_DIR}/archived"):
         if not fallback_full_scan:
             raise HoodieTableError(
@@ -94,13 +95,14 @@ def plan_incremental(
     return IncrementalPlan(begin, end, frozenset(touched), tuple(i.timestamp for i in in_range))
 
 
-def _check_holes(timeline: Timeline, begin: str, end: str, in_range: list[Instant]) -> None:
-    """A write pending inside the range, older than the newest completed write there."""
+def _check_holes(storage: Storage, timeline: Timeline, begin: str, end: str, in_range: list[Instant]) -> None:
+    """A write pending inside the range, older than the newest completed write there (a pending
+    clustering is none: its rows keep their commit times)."""
     if not in_range:
         return
     newest = in_range[-1].timestamp
     for inst in timeline.pending(WRITE_ACTIONS):
-        if begin < inst.timestamp < newest:
+        if begin < inst.timestamp < newest and not is_clustering(storage, inst):
             raise HoodieTableError(
                 f"Incremental read of ({begin}, {end}]: write {inst.timestamp} ({inst.action}) is still pending "
                 f"while {newest} has completed; its records would appear later with a commit time this "

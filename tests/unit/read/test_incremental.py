@@ -138,3 +138,24 @@ def test_a_range_before_a_new_column_reads_in_the_latest_schema(tmp_path):
     old = read_incremental(path, "000", first)
     assert sorted(old.column("id").to_pylist()) == ["a", "b"] and old.column("note").null_count == 2
     assert read_incremental(path, first).column("note").to_pylist() == ["new"]
+
+
+def test_a_range_reaching_into_the_archived_timeline_is_refused_or_falls_back_to_a_full_scan(tmp_path):
+    path = str(tmp_path / "t")
+    archiving = {**OPTS, "hoodie.cleaner.commits.retained": "2", "hoodie.keep.min.commits": "3",
+                 "hoodie.keep.max.commits": "5"}  # fmt: skip
+    written: dict[str, tuple[str, int]] = {}
+    for r in range(10):
+        hoodie_sink.write(pa.table({"id": [f"k{r}", "hot"], "part": ["p0", "p1"], "ts": [r, r], "v": [r, r]}),
+                          path, archiving)  # fmt: skip
+        latest = max(completed(path))
+        written.update({f"k{r}": (latest, r), "hot": (latest, r)})
+    active = sorted(completed(path))
+    assert len(active) < 10  # archival ran
+    with pytest.raises(HoodieTableError, match="archived.*fallback.fulltablescan"):
+        read_incremental(path, "000")
+    got = read_incremental(path, "000", fallback_full_scan=True)
+    assert {r["id"]: (r["_hoodie_commit_time"], r["v"]) for r in got.to_pylist()} == written
+    # from the start of the active timeline on, no fallback is needed
+    inside = read_incremental(path, active[0])
+    assert {r["id"] for r in inside.to_pylist()} == {k for k, (t, _) in written.items() if t > active[0]}

@@ -64,7 +64,7 @@ def read(path: str, options: dict | None = None, **kwargs):
                 )
             assert cfg.begin_instant is not None, "ReadConfig requires it"
             return read_incremental(path, cfg.begin_instant, cfg.end_instant, fallback_full_scan=cfg.fallback_full_scan,
-                                    **kwargs)  # fmt: skip
+                                    path_glob=cfg.path_glob, **kwargs)  # fmt: skip
         kwargs = {"as_of": cfg.as_of_instant, "read_optimized": cfg.read_optimized, **kwargs}
     return read_snapshot(path, **kwargs)
 

@@ -6,9 +6,9 @@ never answered with a snapshot in disguise:
 
 * `hoodie.datasource.query.type`: `snapshot` (default), `read_optimized` and `incremental` with
   `hoodie.datasource.read.begin.instanttime` (exclusive, required), `...end.instanttime`
-  (inclusive, default the latest write) and `...incr.fallback.fulltablescan.enable`
-  (table/read/incremental.py); the `cdc` format and the other incremental options
-  (`...incr.path.glob`, `...schema.use.end.instanttime`) are not supported yet.
+  (inclusive, default the latest write), `...incr.fallback.fulltablescan.enable` and
+  `...incr.path.glob` (table/read/incremental.py); `...schema.use.end.instanttime` is not
+  supported.
 * streaming reads (`spark.readStream`, parsed with `streaming=True`): `hoodie.datasource.streaming.startOffset`
   (earliest, latest or an instant time) and hoodie_sink's own
   `hoodie.datasource.streaming.max.instants.per.batch` (rate limiting); both are refused in batch
@@ -39,6 +39,7 @@ EXTRACT_PARTITION_VALUES = "hoodie.datasource.read.extract.partition.values.from
 BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
 END_INSTANT = "hoodie.datasource.read.end.instanttime"
 INCR_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
+INCR_PATH_GLOB = "hoodie.datasource.read.incr.path.glob"
 START_OFFSET = "hoodie.datasource.streaming.startoffset"  # Hudi's startOffset; Spark lowercases keys
 START_OFFSET_NAME = "hoodie.datasource.streaming.startOffset"
 MAX_INSTANTS = "hoodie.datasource.streaming.max.instants.per.batch"
@@ -46,7 +47,7 @@ _STREAMING_KEYS = (START_OFFSET, MAX_INSTANTS)
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 NOT_YET_QUERY_TYPES = ("cdc",)
-_INCREMENTAL_KEYS = (BEGIN_INSTANT, END_INSTANT, INCR_FALLBACK)
+_INCREMENTAL_KEYS = (BEGIN_INSTANT, END_INSTANT, INCR_FALLBACK, INCR_PATH_GLOB)
 
 # Options of incremental / CDC queries not built yet: refused.
 _INCREMENTAL_ONLY = (
@@ -86,6 +87,7 @@ class ReadConfig:
     begin_instant: str | None = None
     end_instant: str | None = None
     fallback_full_scan: bool = False
+    path_glob: str | None = None
     # streaming reads
     streaming: bool = False
     start_offset: str = "earliest"
@@ -138,7 +140,7 @@ class ReadConfig:
         query_type = _query_type(raw)
         as_of = parse_as_of_instant(raw[AS_OF_INSTANT]) if raw.get(AS_OF_INSTANT) else None
         incremental = {k: raw[k].strip() for k in _INCREMENTAL_KEYS if raw.get(k, "").strip()}
-        if query_type != "incremental" and incremental:
+        if query_type != "incremental" and incremental and not streaming:
             raise HoodieConfigError(
                 f"Option '{sorted(incremental)[0]}' applies to incremental queries. Help: set "
                 f"{QUERY_TYPE}=incremental, or remove it."
@@ -164,6 +166,7 @@ class ReadConfig:
             begin_instant=incremental.get(BEGIN_INSTANT),
             end_instant=incremental.get(END_INSTANT),
             fallback_full_scan=incremental.get(INCR_FALLBACK, "false").lower() == "true",
+            path_glob=incremental.get(INCR_PATH_GLOB),
             streaming=streaming,
             **stream,
         )

@@ -192,7 +192,7 @@ def incremental_partitions(reader: HoodieReader, begin: str, end: str | None) ->
     inc = plan_incremental(storage, timeline, begin, end, cfg.fallback_full_scan)
     snap = open_incremental(cfg.path, inc, timeline)
     reader._schema = snap.schema
-    files = touched_refs(reader._files(snap), inc) if inc.end else []
+    files = touched_refs(reader._files(snap), inc, storage, cfg.path_glob) if inc.end else []
     return [InputPartition((i, 0, inc, (ref,))) for i, ref in enumerate(files)]
 
 

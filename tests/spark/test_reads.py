@@ -95,3 +95,7 @@ def test_incremental_query_through_spark(spark, tmp_path, table_type):
     read = spark.read.format("hoodie").option("hoodie.datasource.query.type", "incremental")
     df = read.option("hoodie.datasource.read.begin.instanttime", t1).load(path)
     assert sorted(r.id for r in df.where("city = 'la'").select("id").collect()) == [2]
+    # Hudi's path glob ("*" + glob against each file's full path): the files of one partition
+    glob = read.option("hoodie.datasource.read.begin.instanttime", "earliest")
+    glob = glob.option("hoodie.datasource.read.incr.path.glob", "/sf/*")
+    assert sorted(r.id for r in glob.load(path).collect()) == [1, 3]

@@ -45,10 +45,16 @@ def test_query_types():
          "hoodie.datasource.read.incr.fallback.fulltablescan.enable": "true"}
     )  # fmt: skip
     assert cfg.incremental and cfg.begin_instant == "0" and cfg.end_instant is None and cfg.fallback_full_scan
-    with pytest.raises(HoodieConfigError, match="incr.path.glob' is not supported yet"):
+    cfg = ReadConfig.from_options(
+        {"path": "/t", "hoodie.datasource.query.type": "incremental",
+         "hoodie.datasource.read.begin.instanttime": "0", "hoodie.datasource.read.incr.path.glob": "/p1/*"}
+    )  # fmt: skip
+    assert cfg.path_glob == "/p1/*"
+    with pytest.raises(HoodieConfigError, match="schema.use.end.instanttime' is not supported"):
         ReadConfig.from_options(
             {"path": "/t", "hoodie.datasource.query.type": "incremental",
-             "hoodie.datasource.read.begin.instanttime": "0", "hoodie.datasource.read.incr.path.glob": "*"}
+             "hoodie.datasource.read.begin.instanttime": "0",
+             "hoodie.datasource.read.schema.use.end.instanttime": "true"}
         )  # fmt: skip
     with pytest.raises(HoodieConfigError, match="not supported yet"):
         ReadConfig.from_options(
@@ -92,3 +98,21 @@ def test_write_options_and_read_tuning_options_are_accepted_on_a_read():
 def test_no_path_is_an_error():
     with pytest.raises(HoodieConfigError, match="No table path"):
         ReadConfig.from_options({})
+
+
+def test_streaming_options():
+    start, cap = (
+        "hoodie.datasource.streaming.startOffset",
+        "hoodie.datasource.streaming.max.instants.per.batch",
+    )
+    cfg = ReadConfig.from_options({"path": "/t", start: "latest", cap: "3"}, streaming=True)
+    assert (cfg.streaming, cfg.start_offset, cfg.max_instants_per_batch) == (True, "latest", 3)
+    assert ReadConfig.from_options({"path": "/t"}, streaming=True).start_offset == "earliest"
+    with pytest.raises(HoodieConfigError, match="startOffset' applies to streaming reads"):
+        ReadConfig.from_options({"path": "/t", start: "latest"})
+    with pytest.raises(HoodieConfigError, match="positive number"):
+        ReadConfig.from_options({"path": "/t", cap: "-1"}, streaming=True)
+    for batch_only in ({"as.of.instant": "20240101000000"}, {"hoodie.datasource.query.type": "read_optimized"},
+                       {"hoodie.datasource.read.begin.instanttime": "0"}):  # fmt: skip
+        with pytest.raises(HoodieConfigError, match="does not apply to a streaming read"):
+            ReadConfig.from_options({"path": "/t", **batch_only}, streaming=True)

@@ -22,6 +22,7 @@ Where Java answers less than that without a word, this module refuses instead:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -129,13 +130,67 @@ def open_incremental(path: str, plan: IncrementalPlan, timeline: Timeline | None
     return snap
 
 
-def touched_refs(refs: list[str], plan: IncrementalPlan) -> list[str]:
-    """The read refs (base file paths or slice refs, see snapshot.py) of the touched file groups."""
+def touched_refs(
+    refs: list[str], plan: IncrementalPlan, storage: Storage | None = None, path_glob: str | None = None
+) -> list[str]:
+    """The read refs (base file paths or slice refs, see snapshot.py) of the touched file groups,
+    those whose file path matches `path_glob` (hoodie.datasource.read.incr.path.glob) if given."""
     if plan.end is None:
         return []
-    if plan.file_ids is None:
-        return refs
-    return [ref for ref in refs if _file_id(ref) in plan.file_ids]
+    if plan.file_ids is not None:
+        refs = [ref for ref in refs if _file_id(ref) in plan.file_ids]
+    if path_glob:
+        if storage is None:
+            raise ValueError("a path glob is matched against full paths: pass the table's storage")
+        matches = glob_matcher(path_glob)
+        refs = [ref for ref in refs if matches(storage.full(_first_path(ref)))]
+    return refs
+
+
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """Hudi's incr.path.glob test: Hadoop's GlobPattern of `"*" + pattern` against a file's full
+    path, so a pattern matches the end of the path (`*` and `?` cross `/` there, `[..]`, `[!..]`
+    and `{a,b}` as in Hadoop)."""
+    out, i, depth = ["^.*"], 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 1
+        elif c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                raise HoodieConfigError(
+                    f"hoodie.datasource.read.incr.path.glob '{pattern}': an unclosed '['."
+                )
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end
+        elif c == "{":
+            out.append("(?:")
+            depth += 1
+        elif c == "}" and depth:
+            out.append(")")
+            depth -= 1
+        elif c == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    if depth:
+        raise HoodieConfigError(f"hoodie.datasource.read.incr.path.glob '{pattern}': an unclosed '{{'.")
+    regex = re.compile("".join(out) + "$")
+    return lambda path: regex.match(path) is not None
+
+
+def _first_path(ref: str) -> str:
+    """A ref's base file path, or its first log file's for a slice without a base file."""
+    base, _, logs = ref.partition("\n")
+    return base or logs.split("\n")[0]
 
 
 def _file_id(ref: str) -> str:
@@ -164,13 +219,14 @@ def read_incremental(
     columns: list[str] | None = None,
     partition_filter: Callable[[str], bool] | None = None,
     fallback_full_scan: bool = False,
+    path_glob: str | None = None,
 ) -> pa.Table:
     """The records that writes in (begin, end] left, as they are at `end` (see the module doc)."""
     storage = Storage(path)
     timeline = Timeline.load(storage)
     plan = plan_incremental(storage, timeline, begin, end, fallback_full_scan)
     snap = open_incremental(path, plan, timeline)
-    refs = touched_refs(snap.read_refs(partition_filter), plan)
+    refs = touched_refs(snap.read_refs(partition_filter), plan, storage, path_glob)
     parts = [read_in_range(snap, ref, plan, columns) for ref in refs]
     if not parts:
         empty = snap.schema.empty_table()

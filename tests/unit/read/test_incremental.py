@@ -159,3 +159,19 @@ def test_a_range_reaching_into_the_archived_timeline_is_refused_or_falls_back_to
     # from the start of the active timeline on, no fallback is needed
     inside = read_incremental(path, active[0])
     assert {r["id"] for r in inside.to_pylist()} == {k for k, (t, _) in written.items() if t > active[0]}
+
+
+def test_a_path_glob_reads_the_matching_files_only(tmp_path):
+    path = str(tmp_path / "t")
+    instants, events = run_sequence(path, "MERGE_ON_READ", 5)
+    opts = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": "000"}
+    everything = hoodie_sink.read(path, opts)
+    # Hudi matches "*" + glob against each file's full path
+    got = hoodie_sink.read(path, {**opts, "hoodie.datasource.read.incr.path.glob": "/p1/*"})
+    assert 0 < got.num_rows < everything.num_rows
+    assert sorted(got.column("id").to_pylist()) == sorted(
+        r["id"] for r in everything.to_pylist() if r["_hoodie_partition_path"] == "p1"
+    )
+    two = hoodie_sink.read(path, {**opts, "hoodie.datasource.read.incr.path.glob": "/{p0,p2}/*"})
+    assert two.num_rows + got.num_rows == everything.num_rows
+    assert hoodie_sink.read(path, {**opts, "hoodie.datasource.read.incr.path.glob": "/p9/*"}).num_rows == 0

@@ -7,6 +7,7 @@ restart from the checkpoint, and the start offset and rate limit must do what th
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pyarrow as pa
 import pytest
@@ -123,3 +124,32 @@ def test_a_column_added_after_the_stream_started_fails_the_batch_instead_of_drop
     q = df.writeStream.format("noop").option("checkpointLocation", ckpt).trigger(availableNow=True).start()
     with pytest.raises(Exception, match="gained column"):
         q.awaitTermination(600)
+
+
+@pytest.mark.parametrize("fixture", ["cow_v6_simplekeygen_nonhivestyle", "mor_avro_v6_trips_8i1u",
+                                     "mor_parquet_v6_simplekeygen_nonhivestyle"])  # fmt: skip
+def test_a_table_written_by_apache_hudi_streams_commit_by_commit(spark, tmp_path, fixture):
+    from hoodie_sink.table.read.incremental import read_incremental
+    from tests.support.tables import unzip_fixture
+
+    path = str(unzip_fixture(fixture, tmp_path))
+    batches = []
+
+    def collect(df, batch_id):
+        batches.append(
+            sorted(tuple(r) for r in df.select("_hoodie_record_key", "_hoodie_commit_time").collect())
+        )
+
+    q = (
+        spark.readStream.format("hoodie").option(MAX, "1").load(path).writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    q.awaitTermination(600)
+    assert q.exception() is None
+    writes = ["000", *(i.timestamp for i in Timeline.load(Storage(path)).completed(WRITE_ACTIONS))]
+    cols = ["_hoodie_record_key", "_hoodie_commit_time"]
+    want = [
+        sorted(tuple(r.values()) for r in read_incremental(path, b, e, cols).to_pylist())
+        for b, e in pairwise(writes)
+    ]
+    assert [b for b in batches if b] == [w for w in want if w]

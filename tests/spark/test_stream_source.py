@@ -152,4 +152,4 @@ def test_a_table_written_by_apache_hudi_streams_commit_by_commit(spark, tmp_path
         sorted(tuple(r.values()) for r in read_incremental(path, b, e, cols).to_pylist())
         for b, e in pairwise(writes)
     ]
-    assert [b for b in batches if b] == [w for w in want if w]
+    assert any(want) and [b for b in batches if b] == [w for w in want if w]

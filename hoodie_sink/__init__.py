@@ -54,6 +54,13 @@ def read(path: str, options: dict | None = None, **kwargs):
         from hoodie_sink.read_config import ReadConfig
 
         cfg = ReadConfig.from_options(options, path=path)
+        if cfg.cdc:
+            from hoodie_sink.table.read.cdc import read_cdc
+
+            if kwargs:
+                raise HoodieConfigError(f"A change feed (incremental.format=cdc) takes no {sorted(kwargs)}.")
+            assert cfg.begin_instant is not None, "ReadConfig requires it"
+            return read_cdc(path, cfg.begin_instant, cfg.end_instant)
         if cfg.incremental:
             from hoodie_sink.table.read.incremental import read_incremental
 

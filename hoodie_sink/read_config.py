@@ -7,8 +7,9 @@ never answered with a snapshot in disguise:
 * `hoodie.datasource.query.type`: `snapshot` (default), `read_optimized` and `incremental` with
   `hoodie.datasource.read.begin.instanttime` (exclusive, required), `...end.instanttime`
   (inclusive, default the latest write), `...incr.fallback.fulltablescan.enable` and
-  `...incr.path.glob` (table/read/incremental.py); `...schema.use.end.instanttime` is not
-  supported.
+  `...incr.path.glob` (table/read/incremental.py); with `hoodie.datasource.query.incremental.format=cdc`
+  the change feed of the range instead (table/read/cdc.py; also for streams);
+  `...schema.use.end.instanttime` is not supported.
 * streaming reads (`spark.readStream`, parsed with `streaming=True`): `hoodie.datasource.streaming.startOffset`
   (earliest, latest or an instant time) and hoodie_sink's own
   `hoodie.datasource.streaming.max.instants.per.batch` (rate limiting); both are refused in batch
@@ -46,7 +47,7 @@ MAX_INSTANTS = "hoodie.datasource.streaming.max.instants.per.batch"
 _STREAMING_KEYS = (START_OFFSET, MAX_INSTANTS)
 
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
-NOT_YET_QUERY_TYPES = ("cdc",)
+LATEST_STATE, CDC = "latest_state", "cdc"  # incremental formats
 _INCREMENTAL_KEYS = (BEGIN_INSTANT, END_INSTANT, INCR_FALLBACK, INCR_PATH_GLOB)
 
 # Options of incremental / CDC queries not built yet: refused.
@@ -88,6 +89,7 @@ class ReadConfig:
     end_instant: str | None = None
     fallback_full_scan: bool = False
     path_glob: str | None = None
+    incremental_format: str = LATEST_STATE  # cdc: the change feed (table/read/cdc.py)
     # streaming reads
     streaming: bool = False
     start_offset: str = "earliest"
@@ -96,6 +98,10 @@ class ReadConfig:
     @property
     def incremental(self) -> bool:
         return self.query_type == "incremental"
+
+    @property
+    def cdc(self) -> bool:
+        return self.incremental_format == CDC
 
     @property
     def read_optimized(self) -> bool:
@@ -138,6 +144,7 @@ class ReadConfig:
                 "from the data files. Help: remove the option."
             )
         query_type = _query_type(raw)
+        incremental_format = _incremental_format(raw, query_type, streaming)
         as_of = parse_as_of_instant(raw[AS_OF_INSTANT]) if raw.get(AS_OF_INSTANT) else None
         incremental = {k: raw[k].strip() for k in _INCREMENTAL_KEYS if raw.get(k, "").strip()}
         if query_type != "incremental" and incremental and not streaming:
@@ -158,6 +165,13 @@ class ReadConfig:
             if fallback not in ("true", "false"):
                 raise HoodieConfigError(f"Option '{INCR_FALLBACK}' takes true or false, got '{fallback}'.")
         stream = _streaming_options(raw, streaming, query_type, as_of, incremental)
+        if incremental_format == CDC:
+            for key in (INCR_PATH_GLOB, INCR_FALLBACK):
+                if key in incremental and incremental[key].lower() != "false":
+                    raise HoodieConfigError(
+                        f"Option '{key}' does not apply to a change feed ({INCREMENTAL_FORMAT}=cdc): its before "
+                        "images and deletes come from the file groups each write touched. Help: remove it."
+                    )
         return ReadConfig(
             path=target,
             query_type=query_type,
@@ -167,6 +181,7 @@ class ReadConfig:
             end_instant=incremental.get(END_INSTANT),
             fallback_full_scan=incremental.get(INCR_FALLBACK, "false").lower() == "true",
             path_glob=incremental.get(INCR_PATH_GLOB),
+            incremental_format=incremental_format,
             streaming=streaming,
             **stream,
         )
@@ -215,22 +230,30 @@ def _streaming_options(
 
 def _query_type(raw: Mapping[str, str]) -> str:
     value = raw.get(QUERY_TYPE, "snapshot").strip().lower() or "snapshot"
-    fmt = raw.get(INCREMENTAL_FORMAT, "").strip().lower()
-    if value in NOT_YET_QUERY_TYPES or fmt == "cdc":
-        shown = "incremental (cdc)" if fmt == "cdc" else value
+    if value == "cdc":
         raise HoodieConfigError(
-            f"Option '{QUERY_TYPE}'='{shown}': {shown} queries are not supported yet. "
-            f"Help: supported query types: {', '.join(QUERY_TYPES)}."
+            f"Option '{QUERY_TYPE}'='cdc' is not a Hudi query type. Help: a change feed is "
+            f"{QUERY_TYPE}=incremental with {INCREMENTAL_FORMAT}=cdc."
         )
     if value not in QUERY_TYPES:
         raise HoodieConfigError(
             f"Option '{QUERY_TYPE}' got '{raw.get(QUERY_TYPE)}'; accepted values: {', '.join(QUERY_TYPES)}."
         )
-    if fmt not in ("", "latest_state"):
-        raise HoodieConfigError(
-            f"Option '{INCREMENTAL_FORMAT}' got '{fmt}'; it applies to incremental queries only."
-        )
     return value
+
+
+def _incremental_format(raw: Mapping[str, str], query_type: str, streaming: bool) -> str:
+    fmt = raw.get(INCREMENTAL_FORMAT, "").strip().lower() or LATEST_STATE
+    if fmt not in (LATEST_STATE, CDC):
+        raise HoodieConfigError(
+            f"Option '{INCREMENTAL_FORMAT}' got '{fmt}'; accepted values: latest_state, cdc."
+        )
+    if fmt == CDC and query_type != "incremental" and not streaming:
+        raise HoodieConfigError(
+            f"Option '{INCREMENTAL_FORMAT}'=cdc applies to incremental queries and streams. Help: set "
+            f"{QUERY_TYPE}=incremental with {BEGIN_INSTANT}."
+        )
+    return fmt
 
 
 _DIGITS = re.compile(r"\d{14}(\d{3})?")

@@ -42,7 +42,9 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSourceReader,
     EqualTo,
@@ -60,7 +62,9 @@ from pyspark.sql.datasource import (
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.format.keygen import parse_partition_path
+from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline
 from hoodie_sink.table.read import data_skipping
+from hoodie_sink.table.read.cdc import CdcTask, plan_cdc, read_cdc_task
 from hoodie_sink.table.read.data_skipping import Predicate
 from hoodie_sink.table.read.incremental import (
     IncrementalPlan,
@@ -100,6 +104,8 @@ class HoodieReader(DataSourceReader):
     def _incremental_partitions(self):
         cfg = self.config
         assert cfg.begin_instant is not None, "ReadConfig requires it for incremental queries"
+        if cfg.cdc:
+            return cdc_partitions(cfg.path, cfg.begin_instant, cfg.end_instant)
         return incremental_partitions(self, cfg.begin_instant, cfg.end_instant)
 
     def _open(self, timeline=None) -> Snapshot:
@@ -147,6 +153,9 @@ class HoodieReader(DataSourceReader):
         if partition is None or not getattr(partition, "value", None):
             return  # Spark still runs one read task when there is no partition
         slot, n, plan, planned = partition.value
+        if isinstance(plan, CdcRead):
+            yield from read_cdc_partition(self.config.path, plan, self.columns)
+            return
         if isinstance(plan, IncrementalPlan):
             yield from read_incremental_partition(self.config.path, plan, planned, self.columns)
             return
@@ -194,6 +203,32 @@ def incremental_partitions(reader: HoodieReader, begin: str, end: str | None) ->
     reader._schema = snap.schema
     files = touched_refs(reader._files(snap), inc, storage, cfg.path_glob) if inc.end else []
     return [InputPartition((i, 0, inc, (ref,))) for i, ref in enumerate(files)]
+
+
+@dataclass(frozen=True)
+class CdcRead:
+    """What one task of a change feed reads: a CdcTask, with the schema of the images and the
+    timeline the driver planned on (every task sees the same instants)."""
+
+    task: CdcTask
+    schema: pa.Schema
+    timeline: Timeline
+
+
+def cdc_partitions(path: str, begin: str, end: str | None) -> list[InputPartition]:
+    """A change feed of (begin, end]: one task per write and few file groups (table/read/cdc.py)."""
+    storage = Storage(path)
+    timeline = ActiveTimeline.load(storage)  # each commit file read once while planning
+    plan = plan_cdc(storage, timeline, begin, end)
+    if not plan.instants:
+        return []
+    schema = Snapshot.open(path, timeline=timeline).schema
+    plain = Timeline(timeline.instants)  # pickles small
+    return [InputPartition((i, 0, CdcRead(t, schema, plain), ())) for i, t in enumerate(plan.tasks())]
+
+
+def read_cdc_partition(path: str, read: CdcRead, columns: list[str]):
+    yield from read_cdc_task(path, read.task, read.schema, read.timeline).select(columns).to_batches()
 
 
 def read_incremental_partition(

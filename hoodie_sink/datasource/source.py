@@ -14,6 +14,7 @@ from hoodie_sink.datasource.stream_reader import HoodieStreamReader
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.read_config import ReadConfig
+from hoodie_sink.table.read.cdc import CDC_SCHEMA
 from hoodie_sink.table.read.snapshot import Snapshot
 
 SIMPLE_STREAM_READER_UNSUPPORTED = (
@@ -36,7 +37,13 @@ class HoodieDataSource(DataSource):
         # Spark asks for the schema before it says whether the read is a stream: a streaming
         # option here means one; reader() / streamReader() then check the options strictly.
         streaming = any(k.lower().startswith("hoodie.datasource.streaming.") for k in self.options)
+        streaming = streaming or (
+            self.options.get("hoodie.datasource.query.incremental.format", "").lower() == "cdc"
+            and "hoodie.datasource.read.begin.instanttime" not in self.options
+        )
         cfg = self._read_config(streaming)
+        if cfg.cdc:
+            return arrow_to_spark(CDC_SCHEMA)
         return arrow_to_spark(Snapshot.open(cfg.path, cfg.as_of_instant, cfg.read_optimized).schema)
 
     def reader(self, schema: StructType):

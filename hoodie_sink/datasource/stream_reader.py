@@ -26,7 +26,14 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from hoodie_sink.datasource.reader import HoodieReader, incremental_partitions, read_incremental_partition
+from hoodie_sink.datasource.reader import (
+    CdcRead,
+    HoodieReader,
+    cdc_partitions,
+    incremental_partitions,
+    read_cdc_partition,
+    read_incremental_partition,
+)
 from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.read.incremental import IncrementalPlan
 from hoodie_sink.table.read.snapshot import load_timeline
@@ -83,10 +90,15 @@ class HoodieStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, stop = start["instant"], end["instant"]
         if stop <= begin:
             return []
+        if self.config.cdc:
+            return cdc_partitions(self.config.path, begin, stop)
         return incremental_partitions(HoodieReader(self.config, self.columns), begin, stop)
 
     def read(self, partition: InputPartition):
         _slot, _n, plan, refs = partition.value
+        if isinstance(plan, CdcRead):
+            yield from read_cdc_partition(self.config.path, plan, self.columns)
+            return
         assert isinstance(plan, IncrementalPlan)
         yield from read_incremental_partition(self.config.path, plan, refs, self.columns, whole_schema=True)
 

@@ -36,7 +36,9 @@ def test_query_types():
     assert ReadConfig.from_options({"path": "/t"}).query_type == "snapshot"
     cfg = ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "READ_OPTIMIZED"})
     assert cfg.read_optimized
-    with pytest.raises(HoodieConfigError, match="query.type.*cdc.*not supported yet"):
+    with pytest.raises(
+        HoodieConfigError, match="query.type'='cdc' is not a Hudi query type.*incremental.format=cdc"
+    ):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "cdc"})
     with pytest.raises(HoodieConfigError, match="incremental query needs 'hoodie.datasource.read.begin"):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "incremental"})
@@ -56,11 +58,16 @@ def test_query_types():
              "hoodie.datasource.read.begin.instanttime": "0",
              "hoodie.datasource.read.schema.use.end.instanttime": "true"}
         )  # fmt: skip
-    with pytest.raises(HoodieConfigError, match="not supported yet"):
-        ReadConfig.from_options(
-            {"path": "/t", "hoodie.datasource.query.type": "incremental",
-             "hoodie.datasource.query.incremental.format": "cdc"}
-        )  # fmt: skip
+    cdc = {"path": "/t", "hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": "0",
+           "hoodie.datasource.query.incremental.format": "CDC"}  # fmt: skip
+    assert ReadConfig.from_options(cdc).cdc
+    with pytest.raises(HoodieConfigError, match="incr.path.glob' does not apply to a change feed"):
+        ReadConfig.from_options({**cdc, "hoodie.datasource.read.incr.path.glob": "/p1/*"})
+    with pytest.raises(HoodieConfigError, match="incremental.format'=cdc applies to incremental queries"):
+        ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.incremental.format": "cdc"})
+    assert ReadConfig.from_options(
+        {"path": "/t", "hoodie.datasource.query.incremental.format": "cdc"}, streaming=True
+    ).cdc
     with pytest.raises(HoodieConfigError, match="accepted values: snapshot, read_optimized, incremental"):
         ReadConfig.from_options({"path": "/t", "hoodie.datasource.query.type": "snapshoot"})
     with pytest.raises(HoodieConfigError, match="begin.instanttime.*incremental queries"):

@@ -37,6 +37,9 @@ _COMMIT_TIME_STRATEGY = COMMIT_TIME_STRATEGY
 K_MERGER_STRATEGY = MERGER_STRATEGY_KEY
 
 
+K_CDC_ENABLED = "hoodie.table.cdc.enabled"
+
+
 def table_exists(storage: Storage) -> bool:
     return storage.exists(PROPERTIES_FILE)
 
@@ -152,6 +155,7 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
         raise HoodieConfigError(f"The table at {cfg.path} has an unknown type '{table.table_type}'.")
     keygen = _table_keygen(table)
     _refuse_contradictions(cfg, table, keygen)
+    _refuse_cdc_logging(cfg, table)
     ts = {
         "ts_type": table.extra.get("hoodie.keygen.timebased.timestamp.type", "").upper() or None,
         "ts_input_format": table.extra.get("hoodie.keygen.timebased.input.dateformat"),
@@ -174,6 +178,19 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
     )
     check_virtual_keys(resolved, keygen)
     return resolved
+
+
+def _refuse_cdc_logging(cfg: WriteConfig, table: TableConfig) -> None:
+    """A table with `hoodie.table.cdc.enabled=true` promises Hudi's CDC readers a CDC log file for
+    every write that changes records; we write none, so their change feed would silently miss
+    ours (our own change feed infers changes from file slices and needs no CDC logs)."""
+    if table.extra.get(K_CDC_ENABLED, "false").strip().lower() == "true":
+        raise HoodieTableError(
+            f"The table at {cfg.path} has {K_CDC_ENABLED}=true: Apache Hudi's CDC queries read a CDC log file "
+            "of every write, which hoodie_sink does not write, so they would miss this write's changes. Help: "
+            "write it with Apache Hudi, or set hoodie.table.cdc.enabled=false in .hoodie/hoodie.properties if "
+            "no Hudi CDC reader uses it (hoodie_sink's change feed, incremental.format=cdc, needs no CDC logs)."
+        )
 
 
 def _refuse_contradictions(cfg: WriteConfig, table: TableConfig, keygen: str) -> None:

@@ -10,9 +10,13 @@ interleaved, on one local[2] session:
   incremental  the same with query.type=incremental, begin = the commit before the upsert
                (the upsert's changes only)                                          [timed]
 
-and the same two through the engine (`hoodie_sink.read`, no Spark).  "files" is what each read
-opens: base files (COW) or file slices (MOR), from the read's plan.  The incremental read's rows
-are checked against the upsert (every changed key once).  --table-type MERGE_ON_READ: the upsert
+  cdc          the same range as a change feed (incremental.format=cdc): op and the
+               before / after images of every changed key                           [timed]
+
+and the same three through the engine (`hoodie_sink.read`, no Spark).  "files" is what each read
+opens: base files (COW) or file slices (MOR), from the read's plan (a change feed reads each
+touched file group twice: before and after the write).  The incremental read's rows and the
+change feed's changes are checked against the upsert (every changed key once).  --table-type MERGE_ON_READ: the upsert
 goes to log files of the touched file groups.
 """
 
@@ -57,7 +61,7 @@ def build(
     return before, after, len(ids)
 
 
-def files_read(path: str, begin: str | None) -> int:
+def files_read(path: str, begin: str | None, cdc: bool = False) -> int:
     from hoodie_sink.table.format.timeline.timeline import Timeline
     from hoodie_sink.table.read.incremental import open_incremental, plan_incremental, touched_refs
     from hoodie_sink.table.read.snapshot import Snapshot
@@ -66,6 +70,10 @@ def files_read(path: str, begin: str | None) -> int:
     if begin is None:
         return len(Snapshot.open(path).read_refs())
     storage = Storage(path)
+    if cdc:
+        from hoodie_sink.table.read.cdc import plan_cdc
+
+        return 2 * sum(len(c.file_groups) for c in plan_cdc(storage, Timeline.load(storage), begin).instants)
     plan = plan_incremental(storage, Timeline.load(storage), begin)
     return len(touched_refs(open_incremental(path, plan).read_refs(), plan))
 
@@ -97,18 +105,26 @@ def main(argv: list[str] | None = None) -> int:
             "hoodie.datasource.read.begin.instanttime": before,
         }
 
+        cdc = {**incr, "hoodie.datasource.query.incremental.format": "cdc"}
+
         def spark_read(options: dict) -> int:
             df = spark.read.format("hoodie").options(**options).load(path)
+            if options is cdc:  # every change with its images
+                return int(df.selectExpr("count(*) AS n", "sum(length(after)) AS s").collect()[0]["n"])
             return int(df.selectExpr("count(*) AS n", "sum(fare) AS s").collect()[0]["n"])
 
         def engine_read(options: dict) -> int:
+            if options is cdc:
+                return hoodie_sink.read(path, options).num_rows
             return hoodie_sink.read(path, options or None, columns=["trip_id", "fare"]).num_rows
 
         readers = {
             ("Spark", "snapshot"): lambda: spark_read({}),
             ("Spark", "incremental"): lambda: spark_read(incr),
+            ("Spark", "cdc"): lambda: spark_read(cdc),
             ("engine", "snapshot"): lambda: engine_read({}),
             ("engine", "incremental"): lambda: engine_read(incr),
+            ("engine", "cdc"): lambda: engine_read(cdc),
         }
         for run in readers.values():  # warm-up: JVM, Python workers, caches of the OS
             run()
@@ -120,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
                 counts[key] = run()
                 times[key].append(time.perf_counter() - t)
         spark.stop()
-        files = {"snapshot": files_read(path, None), "incremental": files_read(path, before)}
+        files = {"snapshot": files_read(path, None), "incremental": files_read(path, before),
+                 "cdc": files_read(path, before, cdc=True)}  # fmt: skip
         ok = counts[("Spark", "incremental")] == counts[("engine", "incremental")] == changed
+        ok = ok and counts[("Spark", "cdc")] == counts[("engine", "cdc")] == changed
         results = []
         for (who, kind), ts in times.items():
             snap = min(times[(who, "snapshot")])

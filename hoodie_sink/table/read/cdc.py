@@ -70,7 +70,9 @@ import base64
 import itertools
 import json
 import math
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
@@ -106,7 +108,7 @@ KEY = [PARTITION_PATH, RECORD_KEY]  # a record's identity in the change feed
 # also known by their `compaction` requested file, clusterings by CLUSTER)
 REWRITE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", CLUSTER})
 # file groups per read task: a task reads them twice (before and after) and holds both in memory
-TASK_FILE_GROUPS = 32
+TASK_FILE_GROUPS = 8
 
 FileGroupId = tuple[str, str]  # (partition path, file id)
 
@@ -233,8 +235,19 @@ def read_cdc(path: str, begin: str, end: str | None = None) -> pa.Table:
     if not plan.instants:
         return CDC_SCHEMA.empty_table()
     schema = Snapshot.open(path, timeline=timeline).schema
-    parts = [read_cdc_task(path, task, schema, timeline) for task in plan.tasks(max_file_groups=1 << 30)]
-    return pa.concat_tables(parts) if parts else CDC_SCHEMA.empty_table()
+    plain = Timeline(timeline.instants)  # read-only from here: safe to share between threads
+
+    def read(task: CdcTask) -> pa.Table:
+        return _changes(path, task, schema, plain)
+
+    # a few file groups per task bound the memory (two states of them at a time); the tasks of a
+    # thread pool overlap their Parquet reads and joins, which release the GIL
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        parts = list(pool.map(read, plan.tasks()))
+    if not parts:  # writes that touched no file group (deletes of absent keys)
+        return CDC_SCHEMA.empty_table()
+    table = pa.concat_tables(parts).sort_by([("ts_ms", "ascending"), *((c, "ascending") for c in KEY)])
+    return table.select(CDC_SCHEMA.names)
 
 
 def read_cdc_instant(
@@ -259,6 +272,11 @@ def read_cdc_task(
     `schema`: of the images (default: the table's latest, which the planner should fix for all
     tasks of a read); `timeline`: the planner's, so that every task sees the same instants (a
     plain Timeline pickles small, for a Spark task)."""
+    return _changes(path, task, schema, timeline).select(CDC_SCHEMA.names)
+
+
+def _changes(path: str, task: CdcTask, schema: pa.Schema | None, timeline: Timeline | None) -> pa.Table:
+    """read_cdc_task's rows with their partition path and record key (to order a whole read)."""
     timeline = timeline if timeline is not None else Timeline.load(Storage(path))
     if schema is None:
         schema = Snapshot.open(path, timeline=timeline).schema
@@ -308,13 +326,22 @@ def _file_group(ref: str) -> FileGroupId:
 
 def diff_states(before: pa.Table, after: pa.Table, instant: str) -> pa.Table:
     """The changes write `instant` made, from the records of some file groups before it and after
-    it (meta + data columns, the same schema), in CDC_SCHEMA, ordered by partition path and key."""
+    it (meta + data columns, the same schema): CDC_SCHEMA's columns, then the partition path and
+    record key of each change, ordered by them."""
     written = after.filter(pc.equal(after.column(COMMIT_TIME), instant))
     old = _numbered_keys(before, "_old")
     new = _numbered_keys(written, "_new")
-    upserts = new.join(old, keys=KEY, join_type="left outer")
-    deletes = old.join(after.select(KEY), keys=KEY, join_type="left anti")
+    # Acero builds its hash table on the right input: the write's records (few), probed by the
+    # file groups' records before it (many)
+    upserts = old.join(new, keys=KEY, join_type="right outer")
     inserted = pc.is_null(upserts.column("_old"))
+    # keys are unique, so after = before - deleted + inserted: when the counts say nothing was
+    # deleted (every upsert), the anti-join of the two whole states is skipped
+    n_inserted = pc.sum(inserted).as_py() or 0
+    if before.num_rows + n_inserted == after.num_rows:
+        deletes = old.schema.empty_table()
+    else:
+        deletes = old.join(after.select(KEY), keys=KEY, join_type="left anti")
     data = [n for n in before.schema.names if n not in META_COLUMNS]
     rows = [
         _change_rows(INSERT, instant, upserts.filter(inserted), None, (written, "_new"), data),
@@ -323,8 +350,7 @@ def diff_states(before: pa.Table, after: pa.Table, instant: str) -> pa.Table:
         ),
         _change_rows(DELETE, instant, deletes, (before, "_old"), None, data),
     ]
-    table = pa.concat_tables(rows).sort_by([(c, "ascending") for c in KEY])
-    return table.select(CDC_SCHEMA.names)
+    return pa.concat_tables(rows).sort_by([(c, "ascending") for c in KEY])
 
 
 def _numbered_keys(rows: pa.Table, name: str) -> pa.Table:

@@ -50,7 +50,7 @@ def test_read_options_are_checked(spark, tmp_path):
     path = tmp_path / "t"
     _write(spark, path, rows=[(1, "sf")])
     read = spark.read.format("hoodie")
-    with pytest.raises(Exception, match="hoodie.datasource.query.type.*cdc.*not supported yet"):
+    with pytest.raises(Exception, match="query.type.=.cdc. is not a Hudi query type"):
         read.option("hoodie.datasource.query.type", "cdc").load(str(path)).collect()
     with pytest.raises(Exception, match="incremental query needs 'hoodie.datasource.read.begin.instanttime'"):
         read.option("hoodie.datasource.query.type", "incremental").load(str(path)).collect()

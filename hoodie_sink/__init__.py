@@ -45,8 +45,8 @@ def write(data, path: str, options: dict | None = None, mode: str = "append"):
 def read(path: str, options: dict | None = None, **kwargs):
     """Read the Hudi table at `path` into an Arrow table, without Spark: its latest snapshot, or
     what `options` (Hudi's read options, as for spark.read: query type, as.of.instant, the
-    incremental query's begin and end instants, its path glob, the cdc format) ask for.  `kwargs`: `columns`, `partition_filter`,
-    and for snapshots `filters` (see table/read/snapshot.py)."""
+    incremental query's begin and end instants, its path glob, the cdc format) ask for.
+    `kwargs`: `columns`, `partition_filter`, and for snapshots `filters` (see table/read/snapshot.py)."""
     from hoodie_sink.table.read.snapshot import read_snapshot
 
     if options:

@@ -74,6 +74,27 @@ def _choice(
     return parse
 
 
+# Concurrency: Hudi's modes and the lock providers we implement (by Java's class names).
+SINGLE_WRITER, OCC = "single_writer", "optimistic_concurrency_control"
+_LOCK_PACKAGE = "org.apache.hudi.client.transaction.lock."
+FILESYSTEM_LOCK, IN_PROCESS_LOCK = "FileSystemBasedLockProvider", "InProcessLockProvider"
+SIMPLE_CONFLICT_STRATEGY = (
+    "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy"
+)
+
+
+def _lock_provider(key: str, v: str) -> str:
+    name = v.strip()
+    short = name[len(_LOCK_PACKAGE) :] if name.startswith(_LOCK_PACKAGE) else name
+    if short not in (FILESYSTEM_LOCK, IN_PROCESS_LOCK):
+        raise HoodieConfigError(
+            f"Option '{key}'='{v}' is not supported: hoodie_sink implements {_LOCK_PACKAGE}{FILESYSTEM_LOCK} "
+            f"(a lock file beside the timeline, shared with Java writers) and {_LOCK_PACKAGE}{IN_PROCESS_LOCK} "
+            "(writers on one host); ZooKeeper, DynamoDB and Hive metastore locks are not."
+        )
+    return short
+
+
 # Record payload classes (how a change merges with the stored record), by Hudi's class names.
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
@@ -244,6 +265,26 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.copyonwrite.record.size.estimate", "record_size_estimate", _int),
     Option("hoodie.datasource.write.commitmeta.key.prefix", "commit_meta_prefix", _str),
     Option("hoodie.datasource.write.streaming.checkpoint.identifier", "checkpoint_identifier", _str),
+    Option("hoodie.write.concurrency.mode", "concurrency_mode",
+           _choice(SINGLE_WRITER, OCC),
+           doc="single_writer (default) or optimistic_concurrency_control: several writers on one table, a "
+               "conflict check under hoodie.write.lock.provider at each commit (README: Several writers)."),
+    Option("hoodie.cleaner.policy.failed.writes", "failed_writes_policy", _choice("eager", "lazy"),
+           doc="Either way a pending write is rolled back only once its heartbeat has expired (Java's LAZY "
+               "rule); optimistic concurrency control implies lazy, as in Java."),
+    Option("hoodie.write.lock.provider", "lock_provider", _lock_provider,
+           doc="Under optimistic concurrency control: org.apache.hudi.client.transaction.lock."
+               "FileSystemBasedLockProvider (a lock file, shared with Java writers) or InProcessLockProvider "
+               "(writers on one host)."),
+    Option("hoodie.write.lock.filesystem.path", "lock_path", _str,
+           doc="Folder of the file-system lock (default: the table's .hoodie), as Java's."),
+    Option("hoodie.write.lock.filesystem.expire", "lock_expire_minutes", _int,
+           doc="Minutes after which a file-system lock left by a crashed writer is taken over (0: never; Java's)."),
+    Option("hoodie.write.lock.client.num_retries", "lock_client_retries", _int),
+    Option("hoodie.write.lock.client.wait_time_ms_between_retry", "lock_client_wait_ms", _int),
+    Option("hoodie.write.lock.wait_time_ms", "lock_wait_ms", _int),
+    Option("hoodie.write.lock.conflict.resolution.strategy", "conflict_strategy",
+           _choice(SIMPLE_CONFLICT_STRATEGY.lower())),
 )  # fmt: skip
 
 _BY_KEY: dict[str, Option] = {}
@@ -286,10 +327,6 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
     "hoodie.datasource.hive_sync.enable": (("false",), "hoodie_sink does not sync to a Hive metastore"),
     "hoodie.datasource.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
     "hoodie.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
-    "hoodie.write.concurrency.mode": (
-        ("single_writer",),
-        "one writer at a time (no optimistic concurrency control)",
-    ),
     "hoodie.combine.before.upsert": (("true",), "upserts always keep one record per key (precombine)"),
     "hoodie.combine.before.delete": (("true",), "deletes always keep one record per key"),
     "hoodie.combine.before.insert": (("false",), "insert and bulk_insert never de-duplicate"),
@@ -312,10 +349,6 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
         ("num_commits",),
         "cleaning is triggered by the number of commits (hoodie.clean.max.commits)",
     ),
-    "hoodie.cleaner.policy.failed.writes": (
-        ("eager",),
-        "failed writes are rolled back by the next write (EAGER)",
-    ),
     "hoodie.archive.merge.enable": (("false",), "small archive files are not merged"),
     "hoodie.archive.beyond.savepoint": (("false",), "archival stops at the first savepoint"),
     "hoodie.cleaner.delete.bootstrap.base.file": (("false",), "bootstrap tables are not supported"),
@@ -325,10 +358,15 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
 _REFUSED_PREFIXES: tuple[tuple[str, str], ...] = (
     (
         "hoodie.write.lock.",
-        "lock providers are for several concurrent writers; hoodie_sink supports one "
-        "writer at a time (hoodie.write.concurrency.mode=single_writer). Remove the hoodie.write.lock.* options",
+        "hoodie_sink's locks take hoodie.write.lock.provider, .filesystem.path, .filesystem.expire, "
+        ".client.num_retries, .client.wait_time_ms_between_retry, .wait_time_ms and "
+        ".conflict.resolution.strategy",
     ),
-    ("hoodie.write.concurrency.", "only hoodie.write.concurrency.mode=single_writer is supported"),
+    (
+        "hoodie.write.concurrency.",
+        "early conflict detection is not implemented; conflicts are checked at the commit "
+        "(hoodie.write.concurrency.mode=optimistic_concurrency_control)",
+    ),
     ("hoodie.cleaner.", "it is not a cleaner setting hoodie_sink implements (see README.md, Table services)"),
     ("hoodie.clean.", "it is not a cleaner setting hoodie_sink implements (see README.md, Table services)"),
     ("hoodie.keep.", "it is not an archival setting hoodie_sink implements (see README.md, Table services)"),
@@ -480,6 +518,15 @@ class WriteConfig:
     record_size_estimate: int = 1024
     commit_meta_prefix: str = "_"
     checkpoint_identifier: str | None = None
+    concurrency_mode: str = SINGLE_WRITER
+    failed_writes_policy: str = "eager"
+    lock_provider: str | None = None
+    lock_path: str | None = None
+    lock_expire_minutes: int = 0
+    lock_client_retries: int = 50
+    lock_client_wait_ms: int = 5000
+    lock_wait_ms: int = 60_000
+    conflict_strategy: str = SIMPLE_CONFLICT_STRATEGY.lower()
     explicit: frozenset[str] = field(default_factory=frozenset)  # attrs the user set
     commit_extra: tuple[tuple[str, str], ...] = ()  # options copied into extraMetadata
     ignored: tuple[str, ...] = ()
@@ -528,7 +575,35 @@ class WriteConfig:
         )
         return cfg.validated()
 
+    @property
+    def occ(self) -> bool:
+        return self.concurrency_mode == OCC
+
+    def _validate_concurrency(self) -> None:
+        lock_keys = {"lock_provider", "lock_path", "lock_expire_minutes", "lock_client_retries",
+                     "lock_client_wait_ms", "lock_wait_ms", "conflict_strategy"} & self.explicit  # fmt: skip
+        if not self.occ:
+            if lock_keys:
+                key = next(o.key for o in OPTIONS if o.attr == sorted(lock_keys)[0])
+                raise HoodieConfigError(
+                    f"Option '{key}' applies to several writers: set hoodie.write.concurrency.mode="
+                    f"{OCC} (and hoodie.write.lock.provider), or remove it."
+                )
+            return
+        if self.lock_provider is None:
+            raise HoodieConfigError(
+                f"hoodie.write.concurrency.mode={OCC} needs a lock: set hoodie.write.lock.provider to "
+                f"{_LOCK_PACKAGE}{FILESYSTEM_LOCK} or {_LOCK_PACKAGE}{IN_PROCESS_LOCK} (Java's default, "
+                "ZooKeeper, is not supported)."
+            )
+        if "failed_writes_policy" in self.explicit and self.failed_writes_policy == "eager":
+            raise HoodieConfigError(
+                "To enable optimistic concurrency control, set hoodie.cleaner.policy.failed.writes=LAZY "
+                "(Java refuses EAGER too: an eager rollback would undo another writer's live write)."
+            )
+
     def validated(self) -> WriteConfig:
+        self._validate_concurrency()
         if self.operation not in IMPLEMENTED_OPERATIONS:
             raise HoodieConfigError(
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "

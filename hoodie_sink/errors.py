@@ -33,7 +33,12 @@ class HoodieCommitError(HoodieError):
 
 
 class HoodieWriteConflictError(HoodieCommitError):
-    """The write would change a file group that a pending clustering is rewriting."""
+    """The write would change a file group that a pending clustering is rewriting, or (optimistic
+    concurrency control) that another writer changed since this write began."""
+
+
+class HoodieLockError(HoodieCommitError):
+    """The table lock (optimistic concurrency control) could not be taken: nothing was committed."""
 
 
 class HoodieCommitStateUnknown(HoodieError):

@@ -49,11 +49,14 @@ def work_dir(instant: str) -> str:
     return f"{WORK_ROOT}/{instant}"
 
 
-def create_marker(storage: Storage, instant: str, partition_path: str, file_name: str, io_type: str) -> None:
-    rel = posixpath.join(
+def marker_path(instant: str, partition_path: str, file_name: str, io_type: str) -> str:
+    return posixpath.join(
         marker_dir(instant), join_partition(partition_path, f"{file_name}{_SUFFIX}{io_type}")
     )
-    storage.create_if_absent(rel)
+
+
+def create_marker(storage: Storage, instant: str, partition_path: str, file_name: str, io_type: str) -> None:
+    storage.create_if_absent(marker_path(instant, partition_path, file_name, io_type))
 
 
 def parse_marker(name: str) -> tuple[str, str] | None:

@@ -54,6 +54,10 @@ class WriteContext:
     clustering: tuple[tuple[tuple[str, str], str], ...] = ()
     # merge-on-read keyed writes: the latest file slice of every file group (where logs go)
     log_slices: tuple[SliceFiles, ...] = ()
+    # optimistic concurrency control: the timeline this write was planned on (Java's
+    # lastCompletedTxnOwnerInstant and the writes pending then), to find what completed since
+    last_completed: str | None = None
+    pending_at_begin: tuple[str, ...] = ()
 
     @property
     def merge_on_read(self) -> bool:

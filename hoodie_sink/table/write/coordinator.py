@@ -53,6 +53,7 @@ from hoodie_sink.table.format.schema import (
 from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import (
     COMMIT,
+    COMPACTION,
     COMPLETED,
     DELTA_COMMIT,
     INFLIGHT,
@@ -64,7 +65,7 @@ from hoodie_sink.table.format.timeline.instant import (
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write.conflicts import check_clustering_conflicts
+from hoodie_sink.table.write.conflicts import check_clustering_conflicts, check_concurrent_writes
 from hoodie_sink.table.write.context import (
     KEYLESS_OPERATIONS,
     OPERATION_TYPES,
@@ -72,6 +73,7 @@ from hoodie_sink.table.write.context import (
     WriteContext,
     keygen_config_of,
 )
+from hoodie_sink.table.write.locking import check_table_lock, table_lock
 from hoodie_sink.table.write.metadata_table import remove_metadata_table
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes, rollback_instant
 from hoodie_sink.table.write.table_setup import (
@@ -90,6 +92,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     rollback, the schema, the file groups, the instant time); `timeline` is a load the caller
     has just made of an existing table (the streaming begin read its checkpoints from it)."""
     storage = Storage(cfg.path)
+    check_table_lock(cfg)
     cfg, table, exists = _open_table(cfg, storage)
     # Everything that can refuse the options or the input is checked before anything is written.
     _check_input_columns(cfg, input_schema)
@@ -123,9 +126,16 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
         avro_with_meta=json.dumps(with_meta_fields(incoming), separators=(",", ":")),
         data_schema=data_schema,
         created_table=not exists,
+        **(_planned_on(timeline) if cfg.occ else {}),
     )
     log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, ctx.operation_type)
     return ctx
+
+
+def _planned_on(timeline: Timeline) -> dict:
+    last = timeline.latest_completed(WRITE_ACTIONS)
+    pending = tuple(i.timestamp for i in timeline.pending(WRITE_ACTIONS + (COMPACTION,)))
+    return {"last_completed": last.timestamp if last else None, "pending_at_begin": pending}
 
 
 def _open_table(cfg: WriteConfig, storage: Storage) -> tuple[WriteConfig, TableConfig, bool]:
@@ -301,7 +311,16 @@ def complete(
     ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
 ) -> CommitMetadata:
     """Finish the write: drop unreported files, then publish the commit atomically."""
+    with table_lock(ctx.config):  # optimistic concurrency control: the check and the publication
+        return _complete(ctx, stats, extra_metadata)
+
+
+def _complete(
+    ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
+) -> CommitMetadata:
     storage = ctx.storage
+    if ctx.config.occ:
+        check_concurrent_writes(ctx, stats)
     check_clustering_conflicts(ctx, stats)
     reported = {s.path for s in stats}
     orphans = [p for p, _ in list_marked_files(storage, ctx.instant) if p not in reported]

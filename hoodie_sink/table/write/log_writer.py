@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.errors import HoodieCommitError
 from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.avro_rows import delete_records_datum, encode_records, records_block_content
 from hoodie_sink.table.format.commit_metadata import WriteStat
@@ -29,7 +30,7 @@ from hoodie_sink.table.format.file_group import (
     join_partition,
     log_file_name,
 )
-from hoodie_sink.table.format.markers import CREATE, create_marker
+from hoodie_sink.table.format.markers import CREATE, create_marker, marker_path
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.read.base_file import read_base_file
@@ -84,9 +85,11 @@ def write_log_file(
     guard: InstantGuard | None = None,
     num_inserts: int = 0,
     records: pa.Array | None = None,
+    exclusive: bool = False,
 ) -> WriteStat:
     """Write `changes` (one reduced change per key, with control columns) as a new log file;
-    `records`: its upserts already encoded (encode_log_upserts), else they are encoded here."""
+    `records`: its upserts already encoded (encode_log_upserts), else they are encoded here.
+    `exclusive` (several writers): never replace a log file of the same name (see _create_exclusively)."""
     started = time.monotonic()
     if guard is not None:
         guard.check()
@@ -105,9 +108,12 @@ def write_log_file(
     if deletes is not None and deletes.num_rows:
         blocks.append(_delete_block(deletes, precombine, target.instant, avro_with_meta))
     body = b"".join(log_format.encode_block(b) for b in blocks)
-    create_marker(storage, target.instant, target.slice.partition_path, target.name, CREATE)
-    with storage.open_output(target.rel_path) as out:
-        out.write(body)
+    if exclusive:
+        _create_exclusively(storage, target, body)
+    else:
+        create_marker(storage, target.instant, target.slice.partition_path, target.name, CREATE)
+        with storage.open_output(target.rel_path) as out:
+            out.write(body)
     if guard is not None:
         guard.wrote(target.rel_path)
     sl = target.slice
@@ -131,6 +137,22 @@ def write_log_file(
             "logFiles": sorted(set(_slice_logs(sl)) | {target.name}),
         },
     )
+
+
+def _create_exclusively(storage: Storage, target: LogWrite, body: bytes) -> None:
+    """A log file's name carries no writer instant: two writers appending to one file slice may pick
+    the same version and write token (Spark ids repeat across jobs).  The file is created only if
+    absent, taking the next free version otherwise; the marker is made for the name taken, so a
+    rollback of this write never deletes another writer's log."""
+    part = target.slice.partition_path
+    for _ in range(1000):
+        if not storage.exists(target.rel_path):
+            create_marker(storage, target.instant, part, target.name, CREATE)
+            if storage.create_if_absent(target.rel_path, body):
+                return
+            storage.delete(marker_path(target.instant, part, target.name, CREATE))  # taken meanwhile
+        target.version += 1
+    raise HoodieCommitError(f"No free log file version for file group {target.slice.file_id} in '{part}'.")
 
 
 def _slice_logs(sl: SliceFiles) -> list[str]:

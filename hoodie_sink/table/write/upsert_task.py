@@ -500,7 +500,7 @@ class UpsertTask:
         if written.num_rows:
             stat = write_log_file(
                 self.storage, target, written, self.precombine, self.ctx.avro_with_meta, self.guard,
-                records=records,
+                records=records, exclusive=self.ctx.config.occ,
             )  # fmt: skip
             with self._lock:
                 self.result.write_stats.append(stat)

@@ -72,7 +72,8 @@ class HoodieStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = next_end(storage, timeline, begin, max_instants, self._cap)
         if end == begin:
             blocked = blocking_write(storage, timeline, begin)
-            if blocked and timeline.latest_completed() and timeline.latest_completed().timestamp > blocked:
+            latest = timeline.latest_completed()
+            if blocked and latest is not None and latest.timestamp > blocked:
                 log.warning(
                     "hoodie stream on %s waits for write %s, still pending while later writes have completed; "
                     "it resumes when that write completes or is rolled back",

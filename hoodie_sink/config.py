@@ -285,6 +285,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.write.lock.wait_time_ms", "lock_wait_ms", _int),
     Option("hoodie.write.lock.conflict.resolution.strategy", "conflict_strategy",
            _choice(SIMPLE_CONFLICT_STRATEGY.lower())),
+    Option("hoodie.write.num.retries.on.conflict.failures", "conflict_retries", _int,
+           doc="Under optimistic concurrency control, hoodie_sink.write runs a write that lost a conflict again "
+               "this many times (0, Java's default); Spark writes refuse it (Spark cannot re-run the tasks)."),
 )  # fmt: skip
 
 _BY_KEY: dict[str, Option] = {}
@@ -527,6 +530,7 @@ class WriteConfig:
     lock_client_wait_ms: int = 5000
     lock_wait_ms: int = 60_000
     conflict_strategy: str = SIMPLE_CONFLICT_STRATEGY.lower()
+    conflict_retries: int = 0
     explicit: frozenset[str] = field(default_factory=frozenset)  # attrs the user set
     commit_extra: tuple[tuple[str, str], ...] = ()  # options copied into extraMetadata
     ignored: tuple[str, ...] = ()
@@ -582,6 +586,8 @@ class WriteConfig:
     def _validate_concurrency(self) -> None:
         lock_keys = {"lock_provider", "lock_path", "lock_expire_minutes", "lock_client_retries",
                      "lock_client_wait_ms", "lock_wait_ms", "conflict_strategy"} & self.explicit  # fmt: skip
+        if self.conflict_retries and not self.occ:
+            lock_keys.add("conflict_retries")
         if not self.occ:
             if lock_keys:
                 key = next(o.key for o in OPTIONS if o.attr == sorted(lock_keys)[0])

@@ -19,11 +19,22 @@ from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.messages import HoodieCommitMessage, results_of
 from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
-from hoodie_sink.errors import HoodieCommitStateUnknown
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table import client
 from hoodie_sink.table.write.context import TaskIdentity
 
 log = logging.getLogger(__name__)
+
+
+def refuse_conflict_retries(cfg: WriteConfig) -> None:
+    """A Spark write cannot be run again from its commit hook: Spark would have to re-run the tasks."""
+    if cfg.conflict_retries:
+        raise HoodieConfigError(
+            "Option 'hoodie.write.num.retries.on.conflict.failures' is not supported on Spark writes: the "
+            "DataSource's commit cannot re-run the write's tasks. Help: retry the write in the job on "
+            "HoodieWriteConflictError (nothing of a write that lost a conflict is committed), or use "
+            "hoodie_sink.write, which retries."
+        )
 
 
 def task_identity() -> TaskIdentity:
@@ -36,6 +47,7 @@ def task_identity() -> TaskIdentity:
 class HoodieBatchWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
         cfg = WriteConfig.from_options(dict(options), overwrite=overwrite)
+        refuse_conflict_retries(cfg)
         self.ctx = client.begin(cfg, spark_to_arrow(schema))
 
     def write(self, iterator) -> HoodieCommitMessage:

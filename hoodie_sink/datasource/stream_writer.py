@@ -15,7 +15,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.datasource.batch_writer import task_identity
+from hoodie_sink.datasource.batch_writer import refuse_conflict_retries, task_identity
 from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.table import client
@@ -39,6 +39,7 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
         opts = dict(options)
         self.cfg = WriteConfig.from_options(opts, overwrite=overwrite, streaming=True)
+        refuse_conflict_retries(self.cfg)
         self.identifier = self.cfg.checkpoint_identifier or streaming.default_identifier(opts)
         self.arrow_schema = spark_to_arrow(schema)
 

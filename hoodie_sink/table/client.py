@@ -18,7 +18,7 @@ from typing import TypeAlias
 import pyarrow as pa
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError, HoodieWriteConflictError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.metrics import WriteMetrics, append_metrics_line, sum_task_phases
 from hoodie_sink.table.services.after_commit import ServicesReport, run_after_commit
@@ -95,6 +95,21 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
         raise HoodieConfigError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
     schema, batches = _batches(data)
     cfg = WriteConfig.from_options(options, path=path, overwrite=(mode == "overwrite"))
+    if cfg.conflict_retries and isinstance(batches, pa.RecordBatchReader):
+        batches = list(batches)  # a retry writes the input again: keep it
+    for attempt in range(cfg.conflict_retries + 1):
+        try:
+            return _write_once(cfg, schema, batches)
+        except HoodieWriteConflictError:
+            # Hudi's hoodie.write.num.retries.on.conflict.failures: the whole write again, on a
+            # new instant planned on the timeline that now holds the other writer's commit
+            if attempt == cfg.conflict_retries:
+                raise
+            log.info("hoodie: write conflict on %s, retry %d of %d", path, attempt + 1, cfg.conflict_retries)
+    raise AssertionError("unreachable")
+
+
+def _write_once(cfg: WriteConfig, schema: pa.Schema, batches) -> CommitMetadata:
     ctx = begin(cfg, schema)
     try:
         result = write_task(ctx, TaskIdentity(only_task=True), batches)

@@ -52,3 +52,10 @@ def test_a_spark_write_and_a_concurrent_writer(spark, tmp_path, other_keys, othe
     want = {"k1": "k1@2", "k2": "k2@2", **({} if conflict else {k: f"{k}@3" for k in other_keys})}
     assert got == want
     assert {r["id"]: r["v"] for r in hoodie_sink.read(path).select(["id", "v"]).to_pylist()} == want
+
+
+def test_spark_writes_refuse_retries_they_cannot_run(spark, tmp_path):
+    df = spark.createDataFrame(rows(["k1"], 1).to_pylist(), "id STRING, p STRING, ts LONG, v STRING")
+    opts = {**OPTS, "hoodie.write.num.retries.on.conflict.failures": "2"}
+    with pytest.raises(Exception, match="num.retries.on.conflict.failures' is not supported on Spark writes"):
+        df.write.format("hoodie").options(**opts).mode("append").save(str(tmp_path / "t"))

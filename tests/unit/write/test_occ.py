@@ -187,3 +187,76 @@ def test_a_file_system_lock_on_an_object_store_is_refused_at_begin(tmp_path, mon
     with pytest.raises(HoodieConfigError, match="atomic create-if-absent"):
         hoodie_sink.write(rows(["k1"], 1), str(tmp_path / "t"), occ())
     assert not (tmp_path / "t").exists()  # refused before anything was written
+
+
+KILLED_WRITER = """
+import sys, time
+import pyarrow as pa
+from hoodie_sink.config import WriteConfig
+from hoodie_sink.table import client
+from hoodie_sink.table.write.context import TaskIdentity
+path, opts = sys.argv[1], eval(sys.argv[2])
+rows = pa.table({"id": ["k1", "k5"], "p": ["a", "a"], "ts": [9, 9], "v": ["k1@9", "k5@9"]})
+ctx = client.begin(WriteConfig.from_options(opts, path=path), rows.schema)
+client.write_task(ctx, TaskIdentity(only_task=True), rows.to_batches())
+print(ctx.instant, flush=True)
+time.sleep(600)  # killed here, between its tasks and its commit
+"""
+
+
+def test_a_killed_writer_is_rolled_back_lazily_once_its_heartbeat_expired_never_while_it_beats(tmp_path):
+    import subprocess
+    import sys
+
+    from hoodie_sink.table.format.timeline.timeline import Timeline
+    from hoodie_sink.table.storage import Storage
+
+    path = tmp_path / "t"
+    beat = {"hoodie.client.heartbeat.interval_in_ms": "1000", "hoodie.client.heartbeat.tolerable.misses": "2"}
+    opts = occ(**beat)
+    hoodie_sink.write(rows(["k1", "k2"], 1), str(path), opts)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path), repr(opts)], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})  # fmt: skip
+    victim = proc.stdout.readline().strip()
+    assert victim.isdigit(), "the writer did not start"
+    hoodie_sink.write(rows(["k3"], 2, "b"), str(path), opts)  # while it beats: left alone
+    storage = Storage(str(path))
+    assert victim in {i.timestamp for i in Timeline.load(storage).pending()}
+    proc.kill()  # SIGKILL: no abort, the heartbeat stops
+    proc.wait(30)
+    time.sleep(2.5)  # interval x misses = 2 s
+    hoodie_sink.write(rows(["k4"], 3, "b"), str(path), opts)  # begins: rolls the dead write back
+    assert victim not in {i.timestamp for i in Timeline.load(storage).pending()}
+    assert table_values(str(path)) == {"k1": "k1@1", "k2": "k2@1", "k3": "k3@2", "k4": "k4@3"}
+    reported = {s["path"] for s in all_write_stats(path)}
+    files = [p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts]
+    assert all(str(p.relative_to(path)) in reported for p in files)  # nothing of the dead write
+
+
+def test_the_engine_write_retries_a_lost_conflict_when_asked(tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    hoodie_sink.write(rows(["k1", "k2"], 1), path, occ())
+    other = rows(["k1"], 2)
+    a = client.begin(WriteConfig.from_options(occ(), path=path), other.schema)
+    ra = client.write_task(a, TaskIdentity(only_task=True), other.to_batches())
+    real = client.write_task
+    calls = []
+
+    def write_task(ctx, task, batches):  # the other writer commits while ours writes, the first time
+        calls.append(ctx.instant)
+        if len(calls) == 1:
+            client.complete(a, [ra])
+        return real(ctx, task, batches)
+
+    monkeypatch.setattr(client, "write_task", write_task)
+    with pytest.raises(HoodieWriteConflictError):
+        hoodie_sink.write(rows(["k2"], 3), path, occ())  # no retry asked: the conflict is raised
+    assert table_values(path) == {"k1": "k1@2", "k2": "k2@1"}
+    calls.clear()
+    a = client.begin(WriteConfig.from_options(occ(), path=path), other.schema)
+    ra = real(a, TaskIdentity(only_task=True), rows(["k1"], 4).to_batches())
+    hoodie_sink.write(rows(["k2"], 5), path, occ(**{"hoodie.write.num.retries.on.conflict.failures": "2"}))
+    assert len(calls) == 2  # lost once, then committed on a new instant
+    assert table_values(path) == {"k1": "k1@4", "k2": "k2@5"}
+    with pytest.raises(HoodieConfigError, match="applies to several writers"):
+        WriteConfig.from_options({**BASE, "hoodie.write.num.retries.on.conflict.failures": "1"}, path)

@@ -285,6 +285,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.write.lock.wait_time_ms", "lock_wait_ms", _int),
     Option("hoodie.write.lock.conflict.resolution.strategy", "conflict_strategy",
            _choice(SIMPLE_CONFLICT_STRATEGY.lower())),
+    Option("hoodie.datasource.write.streaming.retry.count", "stream_retries", _int,
+           doc="Under optimistic concurrency control, a micro-batch that lost a conflict is written again "
+               "this many times (3, Hudi's default) from its input, which the tasks then keep until the commit; "
+               "other failures fail the micro-batch (a restart replays it)."),
+    Option("hoodie.datasource.write.streaming.retry.interval.ms", "stream_retry_interval_ms", _int,
+           doc="Wait before the first retry of a micro-batch (2000), doubled at each retry, as Hudi's."),
     Option("hoodie.write.num.retries.on.conflict.failures", "conflict_retries", _int,
            doc="Under optimistic concurrency control, hoodie_sink.write runs a write that lost a conflict again "
                "this many times (0, Java's default); Spark writes refuse it (Spark cannot re-run the tasks)."),
@@ -353,6 +359,10 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
         "cleaning is triggered by the number of commits (hoodie.clean.max.commits)",
     ),
     "hoodie.archive.merge.enable": (("false",), "small archive files are not merged"),
+    "hoodie.datasource.write.streaming.ignore.failed.batch": (
+        ("false",),
+        "a failed micro-batch fails the query (ignoring it would lose its data)",
+    ),
     "hoodie.archive.beyond.savepoint": (("false",), "archival stops at the first savepoint"),
     "hoodie.cleaner.delete.bootstrap.base.file": (("false",), "bootstrap tables are not supported"),
 }
@@ -531,6 +541,8 @@ class WriteConfig:
     lock_wait_ms: int = 60_000
     conflict_strategy: str = SIMPLE_CONFLICT_STRATEGY.lower()
     conflict_retries: int = 0
+    stream_retries: int = 3
+    stream_retry_interval_ms: int = 2000
     explicit: frozenset[str] = field(default_factory=frozenset)  # attrs the user set
     commit_extra: tuple[tuple[str, str], ...] = ()  # options copied into extraMetadata
     ignored: tuple[str, ...] = ()

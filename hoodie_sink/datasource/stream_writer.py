@@ -9,8 +9,11 @@ the task messages and publishes it with the checkpoint, atomically.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
@@ -18,9 +21,10 @@ from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.batch_writer import refuse_conflict_retries, task_identity
 from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieWriteConflictError
 from hoodie_sink.table import client
 from hoodie_sink.table.write import streaming
-from hoodie_sink.table.write.context import TaskResult
+from hoodie_sink.table.write.context import TaskIdentity, TaskResult
 from hoodie_sink.table.write.streaming import BatchRef
 
 log = logging.getLogger("hoodie_sink.stream")
@@ -32,7 +36,24 @@ class StreamCommitMessage(WriterCommitMessage):
     result: TaskResult | None = None
     skipped: bool = False  # the batch was already committed: nothing written
     rows: int = 0
+    input_path: str | None = None  # OCC: the task's input, kept for a retry after a lost conflict
     extra: dict = field(default_factory=dict)
+
+
+def spooled(
+    storage, path: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Pass the batches on while keeping a copy at `path` (an Arrow IPC stream)."""
+    with storage.open_output(path) as sink, pa.ipc.new_stream(sink, schema) as out:
+        for batch in batches:
+            out.write_batch(batch)
+            yield batch
+
+
+def read_spooled(storage, paths: list) -> Iterator[pa.RecordBatch]:
+    for path in paths:
+        with storage.open_input_file(path) as source:
+            yield from pa.ipc.open_stream(source)
 
 
 class HoodieStreamWriter(DataSourceStreamArrowWriter):
@@ -68,8 +89,17 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
             yield first
             yield from iterator
 
-        result = client.write_task(ctx, task_identity(), batches())
-        return StreamCommitMessage(ref, result, rows=result.num_records)
+        identity = task_identity()
+        if not self.spools:
+            result = client.write_task(ctx, identity, batches())
+            return StreamCommitMessage(ref, result, rows=result.num_records)
+        spool = f"{ref.input_dir}/{identity.token}.arrow"
+        result = client.write_task(ctx, identity, spooled(ctx.storage, spool, first.schema, batches()))
+        return StreamCommitMessage(ref, result, rows=result.num_records, input_path=spool)
+
+    @property
+    def spools(self) -> bool:
+        return self.cfg.occ and self.cfg.stream_retries > 0
 
     def commit(self, messages, batchId: int) -> None:
         show_reports_on_stderr()
@@ -93,13 +123,52 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         # which deletes nothing once the completed file exists, and a restart replays this batch,
         # which is skipped if its checkpoint is committed
         extra = streaming.with_checkpoint(checkpoints, self.identifier, batchId)
-        client.complete(
-            ctx,
-            [m.result for m in written if m.result is not None],
-            extra,
-            label=f"micro-batch {batchId} of {self.identifier}",
-        )
+        label = f"micro-batch {batchId} of {self.identifier}"
+        try:
+            client.complete(ctx, [m.result for m in written if m.result is not None], extra, label=label)
+        except HoodieWriteConflictError as conflict:
+            if not self.spools:
+                raise
+            client.abort(ctx)  # nothing of it landed; the retries write the batch on new instants
+            try:
+                self._retry(storage, batchId, [m.input_path for m in written], conflict, label)
+            finally:
+                streaming.forget_batch(storage, ref)
+            return
         streaming.forget_batch(storage, ref)
+
+    def _retry(
+        self, storage, batch_id: int, inputs: list[str | None], conflict: HoodieWriteConflictError, label: str
+    ) -> None:
+        """Write a micro-batch that lost a conflict again, here in the commit's process, from the
+        input its tasks kept: each try is a new write planned on the timeline that holds the other
+        writer's commit, with the batch's checkpoint, so a replay after a crash still skips it."""
+        if None in inputs:
+            raise conflict  # a task kept no input (cannot happen while spools is on)
+        wait_s = self.cfg.stream_retry_interval_ms / 1000
+        for attempt in range(1, self.cfg.stream_retries + 1):
+            log.warning("hoodie: %s lost a write conflict; retry %d of %d in %.1f s: %s", label, attempt,
+                        self.cfg.stream_retries, wait_s, conflict)  # fmt: skip
+            time.sleep(wait_s)
+            wait_s *= 2
+            checkpoints = streaming.committed_checkpoints(storage)
+            if streaming.batch_committed(checkpoints, self.identifier, batch_id):
+                return
+            ctx = client.begin(self.cfg, self.arrow_schema)
+            try:
+                result = client.write_task(ctx, TaskIdentity(only_task=True), read_spooled(storage, inputs))
+                extra = streaming.with_checkpoint(checkpoints, self.identifier, batch_id)
+                client.complete(ctx, [result], extra, label=f"{label} (retry {attempt})")
+                return
+            except HoodieWriteConflictError as again:
+                client.abort(ctx, settle_seconds=0)
+                conflict = again
+            except HoodieCommitStateUnknown:
+                raise
+            except BaseException:
+                client.abort(ctx, settle_seconds=0)
+                raise
+        raise conflict
 
     def abort(self, messages, batchId: int) -> None:
         storage = self.cfg_storage()

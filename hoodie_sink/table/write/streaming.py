@@ -107,6 +107,11 @@ class BatchRef:
         return f"{LEGACY_STREAMING_DIR}/{self._name}.lock"
 
     @property
+    def input_dir(self) -> str:
+        """Where the tasks keep the batch's input for a retry after a lost conflict (OCC)."""
+        return f"{STREAMING_DIR}/{self._name}.input"
+
+    @property
     def _name(self) -> str:
         return f"{self.identifier}/{self.batch_id}-{self.run_id}"
 
@@ -176,6 +181,8 @@ def _steal_stale_lock(storage: Storage, lock: str, stale_after_s: float = 60.0) 
 def forget_batch(storage: Storage, ref: BatchRef) -> None:
     storage.delete(ref.ctx_path)
     storage.delete(ref.lock_path)
+    if storage.is_dir(ref.input_dir):
+        storage.delete_dir(ref.input_dir)
     if storage.delete(ref.legacy_ctx_path):  # a batch begun before the upgrade: tidy the old place
         storage.delete(ref.legacy_lock_path)
         _prune_legacy_dir(storage, ref.identifier)

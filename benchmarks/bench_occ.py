@@ -7,6 +7,10 @@ and inserts into a new one.  Printed: the median time of the whole write and of 
 (`complete`: the lock, the conflict check against the writes completed since the write began,
 the publication), and the difference OCC makes.  No concurrent writer runs: this is the price
 every commit pays, not the cost of a conflict.
+
+--stream ROWSxBATCHES (e.g. 200000x8): also a Spark streaming upsert of that many micro-batches
+(parquet files) into a fresh table, single writer vs OCC, where the tasks keep their input for a
+retry after a lost conflict: the median micro-batch duration of each (Spark's batchDuration).
 """
 
 from __future__ import annotations
@@ -58,10 +62,54 @@ def one_write(path: str, opts: dict, n: int) -> tuple[float, float]:
     return t2 - t0, t2 - t1
 
 
+def stream_part(root: str, rows_per_batch: int, batches: int) -> list[dict]:
+    """Median micro-batch duration of a streaming upsert, single writer vs OCC (input kept)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from common import SparkSettings, build_spark
+
+    src = os.path.join(root, "src")
+    os.makedirs(src)
+    rng = np.random.default_rng(3)
+    for b in range(batches):
+        ids = rng.integers(0, rows_per_batch * 4, rows_per_batch)
+        t = pa.table({"id": ids, "p": [f"p{b % 4}"] * rows_per_batch, "ts": [b] * rows_per_batch,
+                      "v": rng.random(rows_per_batch)})  # fmt: skip
+        pq.write_table(t, os.path.join(src, f"part-{b:05d}.parquet"))
+        os.utime(os.path.join(src, f"part-{b:05d}.parquet"), (1_700_000_000 + b, 1_700_000_000 + b))
+    spark = build_spark(SparkSettings(), "bench-occ-stream")
+    out = []
+    # each mode twice, alternating; the second round is reported (the first warms the JVM up)
+    for rnd, mode in enumerate(["single writer", "OCC, file-system lock"] * 2):
+        table = os.path.join(root, f"{rnd}-" + mode.replace(" ", "_").replace(",", ""))
+        df = (
+            spark.readStream.schema("id LONG, p STRING, ts LONG, v DOUBLE")
+            .option("maxFilesPerTrigger", 1)
+            .parquet(src)
+        )
+        q = (
+            df.writeStream.format("hoodie").options(**BASE, **MODES[mode])
+            .option("checkpointLocation", table + "-ckpt").trigger(availableNow=True).start(table)
+        )  # fmt: skip
+        q.awaitTermination()
+        durations = [p["batchDuration"] / 1000 for p in q.recentProgress if p["numInputRows"]]
+        if rnd < 2:
+            continue
+        out.append({"mode": mode, "micro-batches": str(len(durations)),
+                    "batch p50 s": f"{statistics.median(durations):.2f}"})  # fmt: skip
+    spark.stop()
+    base = float(out[0]["batch p50 s"])
+    for row in out:
+        row["x single writer"] = f"{float(row['batch p50 s']) / base:.2f}"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--history", type=int, default=1000, help="commits on the timeline before timing")
     ap.add_argument("--commits", type=int, default=30, help="timed commits per mode")
+    ap.add_argument("--stream", default="", help="ROWSxBATCHES of a streaming comparison ('' = skip)")
     ap.add_argument("--scratch", default=None)
     args = ap.parse_args(argv)
     import pyarrow as pa
@@ -94,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
             })  # fmt: skip
         print(f"\n{args.commits} commits per mode, interleaved, at {args.history}+ commits on the timeline\n")
         print(format_table(out))
+        if args.stream:
+            n, b = (int(x) for x in args.stream.lower().split("x"))
+            print(f"\nstreaming upsert, {b} micro-batches of {n:,} rows, single writer vs OCC (input kept)\n")
+            print(format_table(stream_part(os.path.join(root, "stream"), n, b)))
     return 0
 
 

@@ -97,19 +97,27 @@ def plan_incremental(
 
 
 def _check_holes(storage: Storage, timeline: Timeline, begin: str, end: str, in_range: list[Instant]) -> None:
-    """A write pending inside the range, older than the newest completed write there (a pending
-    clustering is none: its rows keep their commit times)."""
+    """A write pending inside the range, older than the newest completed write there."""
     if not in_range:
         return
     newest = in_range[-1].timestamp
+    inst = oldest_pending_write(storage, timeline, begin)
+    if inst is not None and inst.timestamp < newest:
+        raise HoodieTableError(
+            f"Incremental read of ({begin}, {end}]: write {inst.timestamp} ({inst.action}) is still pending "
+            f"while {newest} has completed; its records would appear later with a commit time this "
+            "read has passed (hoodie.read.timeline.holes.resolution.policy=FAIL). Help: end the range before "
+            f"{inst.timestamp}, or wait until it completes or is rolled back."
+        )
+
+
+def oldest_pending_write(storage: Storage, timeline: Timeline, after: str) -> Instant | None:
+    """The oldest write pending after `after` that may still add rows: a pending clustering is
+    none (its rows keep their commit times)."""
     for inst in timeline.pending(WRITE_ACTIONS):
-        if begin < inst.timestamp < newest and not is_clustering(storage, inst):
-            raise HoodieTableError(
-                f"Incremental read of ({begin}, {end}]: write {inst.timestamp} ({inst.action}) is still pending "
-                f"while {newest} has completed; its records would appear later with a commit time this "
-                "read has passed (hoodie.read.timeline.holes.resolution.policy=FAIL). Help: end the range before "
-                f"{inst.timestamp}, or wait until it completes or is rolled back."
-            )
+        if inst.timestamp > after and not is_clustering(storage, inst):
+            return inst
+    return None
 
 
 def open_incremental(path: str, plan: IncrementalPlan, timeline: Timeline | None = None) -> Snapshot:

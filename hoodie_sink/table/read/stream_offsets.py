@@ -12,9 +12,9 @@ clustering adds no commit time (its rows keep theirs) and does not block.
 from __future__ import annotations
 
 from hoodie_sink.errors import HoodieConfigError
-from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.read.incremental import oldest_pending_write
 from hoodie_sink.table.storage import Storage
 
 EARLIEST = "000"
@@ -39,11 +39,9 @@ def initial_instant(timeline: Timeline, start_offset: str) -> str:
 
 
 def blocking_write(storage: Storage, timeline: Timeline, after: str) -> str | None:
-    """The oldest write pending after `after` that may still add rows (not a clustering)."""
-    for inst in timeline.pending(WRITE_ACTIONS):
-        if inst.timestamp > after and not is_clustering(storage, inst):
-            return inst.timestamp
-    return None
+    """The instant of the oldest write pending after `after` that may still add rows."""
+    inst = oldest_pending_write(storage, timeline, after)
+    return inst.timestamp if inst is not None else None
 
 
 def next_end(

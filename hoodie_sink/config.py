@@ -600,6 +600,12 @@ class WriteConfig:
                      "lock_client_wait_ms", "lock_wait_ms", "conflict_strategy"} & self.explicit  # fmt: skip
         if self.conflict_retries and not self.occ:
             lock_keys.add("conflict_retries")
+        # a micro-batch is retried only after a lost conflict (other failures fail it, and a
+        # restart replays it): without several writers these options would do nothing
+        if self.stream_retries and "stream_retries" in self.explicit and not self.occ:
+            lock_keys.add("stream_retries")
+        if "stream_retry_interval_ms" in self.explicit and not self.occ:
+            lock_keys.add("stream_retry_interval_ms")
         if not self.occ:
             if lock_keys:
                 key = next(o.key for o in OPTIONS if o.attr == sorted(lock_keys)[0])

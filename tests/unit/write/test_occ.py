@@ -260,3 +260,13 @@ def test_the_engine_write_retries_a_lost_conflict_when_asked(tmp_path, monkeypat
     assert table_values(path) == {"k1": "k1@4", "k2": "k2@5"}
     with pytest.raises(HoodieConfigError, match="applies to several writers"):
         WriteConfig.from_options({**BASE, "hoodie.write.num.retries.on.conflict.failures": "1"}, path)
+
+
+def test_stream_retry_options_apply_to_several_writers_only():
+    retry = {"hoodie.datasource.write.streaming.retry.count": "5"}
+    with pytest.raises(HoodieConfigError, match="retry.count' applies to several writers"):
+        WriteConfig.from_options({**BASE, **retry}, "/t")
+    with pytest.raises(HoodieConfigError, match="retry.interval.ms' applies to several writers"):
+        WriteConfig.from_options({**BASE, "hoodie.datasource.write.streaming.retry.interval.ms": "10"}, "/t")
+    assert WriteConfig.from_options({**BASE, "hoodie.datasource.write.streaming.retry.count": "0"}, "/t")
+    assert WriteConfig.from_options(occ(**retry), "/t").stream_retries == 5

@@ -45,7 +45,8 @@ def write(data, path: str, options: dict | None = None, mode: str = "append"):
 def read(path: str, options: dict | None = None, **kwargs):
     """Read the Hudi table at `path` into an Arrow table, without Spark: its latest snapshot, or
     what `options` (Hudi's read options, as for spark.read: query type, as.of.instant, the
-    incremental query's begin and end instants, its path glob, the cdc format) ask for.
+    incremental query's begin and end instants, its path glob, the cdc format; S3's fs.s3a.*
+    settings) ask for.
     `kwargs`: `columns`, `partition_filter`, and for snapshots `filters` (see table/read/snapshot.py)."""
     from hoodie_sink.table.read.snapshot import read_snapshot
 
@@ -54,13 +55,14 @@ def read(path: str, options: dict | None = None, **kwargs):
         from hoodie_sink.read_config import ReadConfig
 
         cfg = ReadConfig.from_options(options, path=path)
+        target = cfg.storage()
         if cfg.cdc:
             from hoodie_sink.table.read.cdc import read_cdc
 
             if kwargs:
                 raise HoodieConfigError(f"A change feed (incremental.format=cdc) takes no {sorted(kwargs)}.")
             assert cfg.begin_instant is not None, "ReadConfig requires it"
-            return read_cdc(path, cfg.begin_instant, cfg.end_instant)
+            return read_cdc(target, cfg.begin_instant, cfg.end_instant)
         if cfg.incremental:
             from hoodie_sink.table.read.incremental import read_incremental
 
@@ -70,9 +72,11 @@ def read(path: str, options: dict | None = None, **kwargs):
                     f"An incremental read takes columns and partition_filter, not {sorted(unknown)}."
                 )
             assert cfg.begin_instant is not None, "ReadConfig requires it"
-            return read_incremental(path, cfg.begin_instant, cfg.end_instant, fallback_full_scan=cfg.fallback_full_scan,
-                                    path_glob=cfg.path_glob, **kwargs)  # fmt: skip
+            return read_incremental(target, cfg.begin_instant, cfg.end_instant,
+                                    fallback_full_scan=cfg.fallback_full_scan, path_glob=cfg.path_glob,
+                                    **kwargs)  # fmt: skip
         kwargs = {"as_of": cfg.as_of_instant, "read_optimized": cfg.read_optimized, **kwargs}
+        return read_snapshot(target, **kwargs)
     return read_snapshot(path, **kwargs)
 
 

@@ -20,6 +20,8 @@ from typing import Any
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.format.keygen import inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.properties import COPY_ON_WRITE
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.storage_options import StorageOptions
 
 # -- value parsers ---------------------------------------------------------------------------
 
@@ -543,6 +545,7 @@ class WriteConfig:
     conflict_retries: int = 0
     stream_retries: int = 3
     stream_retry_interval_ms: int = 2000
+    storage_options: StorageOptions = field(default_factory=StorageOptions)  # fs.s3a.* (S3 endpoint, keys)
     explicit: frozenset[str] = field(default_factory=frozenset)  # attrs the user set
     commit_extra: tuple[tuple[str, str], ...] = ()  # options copied into extraMetadata
     ignored: tuple[str, ...] = ()
@@ -587,9 +590,18 @@ class WriteConfig:
             )
         values["operation"] = _operation(values, overwrite, streaming)
         cfg = WriteConfig(
-            path=target, explicit=frozenset(explicit), commit_extra=extra, ignored=tuple(ignored), **values
+            path=target,
+            storage_options=StorageOptions.from_options(raw),
+            explicit=frozenset(explicit),
+            commit_extra=extra,
+            ignored=tuple(ignored),
+            **values,
         )
         return cfg.validated()
+
+    def storage(self) -> Storage:
+        """The table's storage, reached with this write's S3 options."""
+        return Storage(self.path, self.storage_options)
 
     @property
     def occ(self) -> bool:

@@ -27,10 +27,12 @@ import datetime as dt
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hoodie_sink.config import OPTIONS, is_write_option
 from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.storage_options import StorageOptions
 
 QUERY_TYPE = "hoodie.datasource.query.type"
 AS_OF_INSTANT = "as.of.instant"
@@ -94,6 +96,11 @@ class ReadConfig:
     streaming: bool = False
     start_offset: str = "earliest"
     max_instants_per_batch: int | None = None
+    storage_options: StorageOptions = field(default_factory=StorageOptions)  # fs.s3a.* (S3 endpoint, keys)
+
+    def storage(self) -> Storage:
+        """The table's storage, reached with this read's S3 options."""
+        return Storage(self.path, self.storage_options)
 
     @property
     def incremental(self) -> bool:
@@ -183,6 +190,7 @@ class ReadConfig:
             path_glob=incremental.get(INCR_PATH_GLOB),
             incremental_format=incremental_format,
             streaming=streaming,
+            storage_options=StorageOptions.from_options(raw),
             **stream,
         )
 

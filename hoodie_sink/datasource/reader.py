@@ -105,12 +105,12 @@ class HoodieReader(DataSourceReader):
         cfg = self.config
         assert cfg.begin_instant is not None, "ReadConfig requires it for incremental queries"
         if cfg.cdc:
-            return cdc_partitions(cfg.path, cfg.begin_instant, cfg.end_instant)
+            return cdc_partitions(cfg.storage(), cfg.begin_instant, cfg.end_instant)
         return incremental_partitions(self, cfg.begin_instant, cfg.end_instant)
 
     def _open(self, timeline=None) -> Snapshot:
         cfg = self.config
-        return Snapshot.open(cfg.path, cfg.as_of_instant, cfg.read_optimized, timeline=timeline)
+        return Snapshot.open(cfg.storage(), cfg.as_of_instant, cfg.read_optimized, timeline=timeline)
 
     def _files(self, snap: Snapshot) -> list[str]:
         """What the read tasks read: base file paths, or file slices (`slice_ref`) of a
@@ -154,12 +154,12 @@ class HoodieReader(DataSourceReader):
             return  # Spark still runs one read task when there is no partition
         slot, n, plan, planned = partition.value
         if isinstance(plan, CdcRead):
-            yield from read_cdc_partition(self.config.path, plan, self.columns)
+            yield from read_cdc_partition(self.config.storage(), plan, self.columns)
             return
         if isinstance(plan, IncrementalPlan):
-            yield from read_incremental_partition(self.config.path, plan, planned, self.columns)
+            yield from read_incremental_partition(self.config.storage(), plan, planned, self.columns)
             return
-        storage = Storage(self.config.path)
+        storage = self.config.storage()
         snap, refs = self._slot_files(storage, slot, n, plan, planned)
         for ref in refs:
             yield from snap.read_ref(ref, self.columns).to_batches()
@@ -196,10 +196,10 @@ def incremental_partitions(reader: HoodieReader, begin: str, end: str | None) ->
     resolved now: a snapshot as of an instant does not change when later commits land, so the
     tasks read exactly what was planned (a stream's replayed micro-batch too)."""
     cfg = reader.config
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     timeline = load_timeline(storage)
     inc = plan_incremental(storage, timeline, begin, end, cfg.fallback_full_scan)
-    snap = open_incremental(cfg.path, inc, timeline)
+    snap = open_incremental(storage, inc, timeline)
     reader._schema = snap.schema
     files = touched_refs(reader._files(snap), inc, storage, cfg.path_glob) if inc.end else []
     return [InputPartition((i, 0, inc, (ref,))) for i, ref in enumerate(files)]
@@ -215,33 +215,36 @@ class CdcRead:
     timeline: Timeline
 
 
-def cdc_partitions(path: str, begin: str, end: str | None) -> list[InputPartition]:
+def cdc_partitions(storage: Storage, begin: str, end: str | None) -> list[InputPartition]:
     """A change feed of (begin, end]: one task per write and few file groups (table/read/cdc.py)."""
-    storage = Storage(path)
     timeline = ActiveTimeline.load(storage)  # each commit file read once while planning
     plan = plan_cdc(storage, timeline, begin, end)
     if not plan.instants:
         return []
-    schema = Snapshot.open(path, timeline=timeline).schema
+    schema = Snapshot.open(storage, timeline=timeline).schema
     plain = Timeline(timeline.instants)  # pickles small
     return [InputPartition((i, 0, CdcRead(t, schema, plain), ())) for i, t in enumerate(plan.tasks())]
 
 
-def read_cdc_partition(path: str, read: CdcRead, columns: list[str]):
-    yield from read_cdc_task(path, read.task, read.schema, read.timeline).select(columns).to_batches()
+def read_cdc_partition(storage: Storage, read: CdcRead, columns: list[str]):
+    yield from read_cdc_task(storage, read.task, read.schema, read.timeline).select(columns).to_batches()
 
 
 def read_incremental_partition(
-    path: str, plan: IncrementalPlan, refs: tuple[str, ...], columns: list[str], whole_schema: bool = False
+    storage: Storage,
+    plan: IncrementalPlan,
+    refs: tuple[str, ...],
+    columns: list[str],
+    whole_schema: bool = False,
 ):
     """The planned refs' records in the plan's range.  `whole_schema`: `columns` are all the
     table's columns as a stream saw them when it started, and a column added since fails the read
     (dropping it would lose its values without a word; a restarted query sees it)."""
-    snap = open_incremental(path, plan)
+    snap = open_incremental(storage, plan)
     added = [c for c in snap.schema.names if c not in columns]
     if whole_schema and added:
         raise HoodieTableError(
-            f"The schema of {path} gained column(s) {', '.join(added)} after this streaming query started "
+            f"The schema of {storage.base_uri} gained column(s) {', '.join(added)} after this streaming query started "
             "(Spark fixes a stream's schema at its start). Help: restart the query; it resumes from its "
             "checkpoint and reads the new columns."
         )

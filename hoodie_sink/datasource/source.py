@@ -44,7 +44,7 @@ class HoodieDataSource(DataSource):
         cfg = self._read_config(streaming)
         if cfg.cdc:
             return arrow_to_spark(CDC_SCHEMA)
-        return arrow_to_spark(Snapshot.open(cfg.path, cfg.as_of_instant, cfg.read_optimized).schema)
+        return arrow_to_spark(Snapshot.open(cfg.storage(), cfg.as_of_instant, cfg.read_optimized).schema)
 
     def reader(self, schema: StructType):
         columns = [f.name for f in schema.fields]

@@ -38,7 +38,6 @@ from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.read.incremental import IncrementalPlan
 from hoodie_sink.table.read.snapshot import load_timeline
 from hoodie_sink.table.read.stream_offsets import blocking_write, initial_instant, next_end
-from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ class HoodieStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._cap: str | None = None  # Trigger.AvailableNow: the newest write when the query started
 
     def _timeline(self):
-        storage = Storage(self.config.path)
+        storage = self.config.storage()
         return storage, load_timeline(storage)
 
     def initialOffset(self) -> dict:
@@ -92,16 +91,18 @@ class HoodieStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if stop <= begin:
             return []
         if self.config.cdc:
-            return cdc_partitions(self.config.path, begin, stop)
+            return cdc_partitions(self.config.storage(), begin, stop)
         return incremental_partitions(HoodieReader(self.config, self.columns), begin, stop)
 
     def read(self, partition: InputPartition):
         _slot, _n, plan, refs = partition.value
         if isinstance(plan, CdcRead):
-            yield from read_cdc_partition(self.config.path, plan, self.columns)
+            yield from read_cdc_partition(self.config.storage(), plan, self.columns)
             return
         assert isinstance(plan, IncrementalPlan)
-        yield from read_incremental_partition(self.config.path, plan, refs, self.columns, whole_schema=True)
+        yield from read_incremental_partition(
+            self.config.storage(), plan, refs, self.columns, whole_schema=True
+        )
 
     def commit(self, end: dict) -> None:
         pass  # nothing to release: offsets live in Spark's checkpoint

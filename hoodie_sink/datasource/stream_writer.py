@@ -180,6 +180,4 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
                 streaming.forget_batch(storage, ref)
 
     def cfg_storage(self):
-        from hoodie_sink.table.storage import Storage
-
-        return Storage(self.cfg.path)
+        return self.cfg.storage()

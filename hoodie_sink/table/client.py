@@ -46,7 +46,7 @@ def complete(
     log.info("%s", metrics.summary())
     if ctx.config.metrics_file:
         try:
-            append_metrics_line(ctx.config.metrics_file, metrics)
+            append_metrics_line(ctx.config.metrics_file, metrics, ctx.config.storage_options)
         except OSError as e:  # the commit stands: a metrics sink must never fail a write
             log.warning("hoodie: could not append metrics to %s: %s", ctx.config.metrics_file, e)
     return metadata

@@ -15,12 +15,14 @@ stream's metrics are this log line and the metrics file.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.storage_options import StorageOptions
 
 
 class PhaseClock:
@@ -74,15 +76,16 @@ def sum_task_phases(per_task: list[Mapping[str, int]]) -> tuple[dict[str, int], 
     return total, slowest
 
 
-def append_metrics_line(target: str, metrics: WriteMetrics) -> None:
+def append_metrics_line(target: str, metrics: WriteMetrics, options: StorageOptions | None = None) -> None:
     """One JSON line per commit.  A local file is appended to; on storage without append (object
     stores, HDFS through pyarrow) `target` is a folder and each commit writes `<instant>.json`
-    into it, which scrapers list."""
-    parent, _, name = target.rstrip("/").rpartition("/")
-    folder = Storage(parent or ".")
-    if folder.is_local:
-        folder.mkdirs("")
-        with open(folder.full(name), "a", encoding="utf-8") as f:
+    into it, which scrapers list.  `options`: the write's S3 settings."""
+    if "://" not in target or target.startswith("file://"):
+        local = os.path.abspath(target.removeprefix("file://"))
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        with open(local, "a", encoding="utf-8") as f:
             f.write(metrics.to_json() + "\n")
     else:
-        Storage(target).write_bytes(f"{metrics.instant}.json", (metrics.to_json() + "\n").encode())
+        Storage(target, options or StorageOptions()).write_bytes(
+            f"{metrics.instant}.json", (metrics.to_json() + "\n").encode()
+        )

@@ -1,13 +1,17 @@
 """The one place that touches storage: a thin wrapper over pyarrow.fs.
 
 Tasks and the commit share nothing but storage, so everything here works with a base URI
-(local path, file://, hdfs://, s3://) and paths relative to it.  The filesystem handle is
-opened lazily so a `Storage` pickles as its URI alone (it travels to Spark executors).
+(local path, file://, hdfs://, s3:// or its Hadoop spellings s3a:// and s3n://) and paths
+relative to it.  The filesystem handle is opened lazily so a `Storage` pickles as its URI and
+options alone (it travels to Spark executors).
 
 Atomic primitives:
 - `write_atomic`: the content appears whole or not at all.  On local and HDFS filesystems
   it writes a hidden temp file and renames it; object stores publish a PUT atomically.
-- `create_if_absent`: fails if the target exists (claim files, markers).
+- `create_if_absent`: fails if the target exists (claims, locks, instant files, markers).
+  Atomic on local file systems (O_EXCL, link(2)) and on S3 (a conditional PUT with
+  `If-None-Match: *` through obstore; pyarrow has no conditional write).  Elsewhere (HDFS) it
+  is check-then-write (`atomic_create` says which).
 """
 
 from __future__ import annotations
@@ -17,20 +21,44 @@ import posixpath
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.storage_options import StorageOptions, s3_filesystem, s3_store, split_s3_uri
 
 
-def _split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+def as_storage(target: str | Storage) -> Storage:
+    """A table's storage, given as a Storage (with its S3 options) or a bare path or URI."""
+    return target if isinstance(target, Storage) else Storage(target)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The handles behind a base URI: pyarrow's filesystem and the root path in it, and for S3 the
+    bucket, key prefix and settings that obstore's conditional PUTs use."""
+
+    fs: pafs.FileSystem
+    root: str
+    bucket: str | None = None
+    key_prefix: str = ""
+    options: StorageOptions = field(default_factory=StorageOptions)
+
+
+def open_backend(uri: str, options: StorageOptions) -> Backend:
+    """Resolve a base URI.  (The tests' --storage=s3 wraps this to send local paths to S3.)"""
     if "://" not in uri:
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
+        return Backend(pafs.LocalFileSystem(), os.path.abspath(uri))
     if uri.startswith("file://"):
-        return pafs.LocalFileSystem(), uri[len("file://") :]
+        return Backend(pafs.LocalFileSystem(), uri[len("file://") :])
+    s3 = split_s3_uri(uri)
+    if s3 is not None:
+        bucket, key = s3
+        return Backend(s3_filesystem(options), f"{bucket}/{key}" if key else bucket, bucket, key, options)
     fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, path
+    return Backend(fs, path)
 
 
 @dataclass
@@ -38,24 +66,51 @@ class Storage:
     """Storage rooted at a table's base path.  Relative paths use '/' separators."""
 
     base_uri: str
+    options: StorageOptions = field(default_factory=StorageOptions)
     _fs: pafs.FileSystem | None = field(default=None, init=False, repr=False, compare=False)
     _root: str = field(default="", init=False, repr=False, compare=False)
+    _backend: Backend | None = field(default=None, init=False, repr=False, compare=False)
+    _store: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
-        return {"base_uri": self.base_uri}
+        return {"base_uri": self.base_uri, "options": self.options}
 
     def __setstate__(self, state: dict) -> None:
         self.base_uri = state["base_uri"]
+        self.options = state.get("options") or StorageOptions()
         self._fs = None
         self._root = ""
+        self._backend = None
+        self._store = None
+
+    def at(self, base_uri: str) -> Storage:
+        """Storage at another base path with the same options (a lock folder, a target table)."""
+        return Storage(base_uri, self.options)
 
     # -- handles -----------------------------------------------------------------------
     @property
     def fs(self) -> pafs.FileSystem:
         if self._fs is None:
-            self._fs, self._root = _split_uri(self.base_uri)
-            self._root = self._root.rstrip("/") or "/"
+            self._backend = open_backend(self.base_uri, self.options)
+            self._fs = self._backend.fs
+            self._root = self._backend.root.rstrip("/") or "/"
         return self._fs
+
+    @property
+    def backend(self) -> Backend:
+        self.fs  # noqa: B018 - opens the handle
+        assert self._backend is not None
+        return self._backend
+
+    @property
+    def mtime_resolution_s(self) -> float:
+        """How coarse modification times are: S3's Last-Modified has whole seconds."""
+        return 1.0 if self.backend.bucket is not None else 0.0
+
+    @property
+    def atomic_create(self) -> bool:
+        """Whether create_if_absent is atomic against other processes and machines."""
+        return self.is_local or self.backend.bucket is not None
 
     @property
     def root(self) -> str:
@@ -69,9 +124,23 @@ class Storage:
     def full(self, rel: str) -> str:
         return posixpath.join(self.root, rel) if rel else self.root
 
+    def unreachable(self, error: Exception) -> HoodieTableError:
+        """The error for a table the S3 client cannot reach (credentials, endpoint, bucket): a
+        write's or read's first request meets it, and says which settings decide it."""
+        return HoodieTableError(
+            f"Cannot reach the table at {self.base_uri}: {error}. Help: check the S3 settings "
+            "(options fs.s3a.endpoint, fs.s3a.access.key, fs.s3a.secret.key, fs.s3a.endpoint.region, "
+            "or the AWS_* environment of every Spark process) and that the bucket exists."
+        )
+
     # -- queries -----------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
-        return self.fs.get_file_info(self.full(rel)).type != pafs.FileType.NotFound
+        try:
+            return self.fs.get_file_info(self.full(rel)).type != pafs.FileType.NotFound
+        except OSError as e:
+            if self.backend.bucket is not None:
+                raise self.unreachable(e) from e
+            raise
 
     def is_dir(self, rel: str) -> bool:
         return self.fs.get_file_info(self.full(rel)).type == pafs.FileType.Directory
@@ -85,7 +154,12 @@ class Storage:
     def list_dir(self, rel: str) -> list[pafs.FileInfo]:
         """Direct children of a directory; [] if it does not exist."""
         sel = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=False)
-        return self.fs.get_file_info(sel)
+        try:
+            return self.fs.get_file_info(sel)
+        except OSError as e:
+            if self.backend.bucket is not None:
+                raise self.unreachable(e) from e
+            raise
 
     def list_names(self, rel: str) -> list[str]:
         """Names of the direct children of a directory; [] if it does not exist."""
@@ -122,6 +196,8 @@ class Storage:
         except OSError as e:
             if "not found" in str(e).lower() or "no such file" in str(e).lower():
                 raise FileNotFoundError(self.full(rel)) from e
+            if self.backend.bucket is not None:
+                raise self.unreachable(e) from e
             raise HoodieTableError(f"Cannot read {self.full(rel)}: {e}") from e
 
     def read_text(self, rel: str) -> str:
@@ -161,8 +237,9 @@ class Storage:
     def create_if_absent(self, rel: str, data: bytes = b"") -> bool:
         """Create `rel` with `data` unless it exists.  Returns False if it already existed.
 
-        Local: O_CREAT|O_EXCL makes the claim atomic.  Elsewhere: check-then-write, atomic
-        enough for markers (each attempt writes its own names) but not a cross-writer lock.
+        Local: O_CREAT|O_EXCL (or link(2)) makes the claim atomic.  S3: a conditional PUT
+        (`If-None-Match: *`), atomic on the server.  Elsewhere: check-then-write, atomic enough
+        for markers (each attempt writes its own names) but not a cross-writer lock.
         """
         if self.is_local:
             full = self.full(rel)
@@ -186,9 +263,28 @@ class Storage:
             finally:
                 os.unlink(tmp)
             return True
+        if self.backend.bucket is not None:
+            return self._s3_create(rel, data)
         if self.exists(rel):
             return False
         self.write_bytes(rel, data)
+        return True
+
+    def _s3_create(self, rel: str, data: bytes) -> bool:
+        import obstore
+        from obstore.exceptions import AlreadyExistsError
+
+        backend = self.backend
+        if self._store is None:
+            self._store = s3_store(backend.bucket or "", backend.options)
+        key = posixpath.join(backend.key_prefix, rel) if backend.key_prefix else rel
+        try:
+            obstore.put(self._store, key, data, mode="create")
+        except AlreadyExistsError:
+            return False
+        except Exception as e:
+            # 412 answers AlreadyExists; anything else (credentials, network) is an error, never "taken"
+            raise HoodieTableError(f"Cannot create s3://{backend.bucket}/{key}: {e}") from e
         return True
 
     def delete(self, rel: str) -> bool:

@@ -1,6 +1,7 @@
-"""Fetch the Apache Hudi Spark bundles of the interop tier from Maven Central into a cache folder.
+"""Fetch the jars the tests run from Maven Central into a cache folder: Apache Hudi's Spark bundles
+(the interop tier) and s3proxy (the S3-compatible server of the object-storage tests).
 
-A bundle is one self-contained jar (Hudi and its shaded dependencies), so no dependency
+Each is one self-contained jar (Hudi and its shaded dependencies), so no dependency
 resolution is needed: each jar is downloaded once over HTTPS from the Maven repository
 ($MAVEN_REPO, default Maven Central), checked against the repository's SHA-1, and kept in
 $HOODIE_INTEROP_HOME/jars (default ~/.cache/hoodie_sink/jars).  Standard library only: it runs
@@ -27,20 +28,24 @@ BUNDLES = {
     "0.15.0": ("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "0.15.0"),
     "1.1.1": ("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.1.1"),
 }
+# The S3 server of tests/support/s3_server.py (why this one: docs/design/occ-and-s3.md): its
+# executable jar carries its dependencies (Maven classifier "jar-with-dependencies").
+S3PROXY = ("org.gaul", "s3proxy", "4.1.0", "jar-with-dependencies")
+JARS = {**{v: (*coords, "") for v, coords in BUNDLES.items()}, "s3proxy": S3PROXY}
 
 
-def jar_path(version: str) -> Path:
-    _group, artifact, v = BUNDLES[version]
-    return HOME / "jars" / f"{artifact}-{v}.jar"
+def jar_path(name: str) -> Path:
+    _group, artifact, v, classifier = JARS[name]
+    return HOME / "jars" / f"{artifact}-{v}{'-' + classifier if classifier else ''}.jar"
 
 
-def fetch(version: str) -> Path:
-    group, artifact, v = BUNDLES[version]
-    dest = jar_path(version)
+def fetch(name: str) -> Path:
+    group, artifact, v, _classifier = JARS[name]
+    dest = jar_path(name)
     if dest.exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    url = f"{REPO}/{group.replace('.', '/')}/{artifact}/{v}/{artifact}-{v}.jar"
+    url = f"{REPO}/{group.replace('.', '/')}/{artifact}/{v}/{dest.name}"
     with urllib.request.urlopen(url + ".sha1", timeout=60) as r:
         want = r.read().decode().split()[0].strip()
     tmp = dest.with_suffix(".part")
@@ -57,11 +62,11 @@ def fetch(version: str) -> Path:
 
 
 def main() -> int:
-    for version in BUNDLES:
+    for name in JARS:
         try:
-            print(fetch(version))
+            print(fetch(name))
         except Exception as e:  # noqa: BLE001 - say exactly what failed
-            print(f"could not fetch Hudi {version} ({':'.join(BUNDLES[version])}): {e}", file=sys.stderr)
+            print(f"could not fetch {name} ({':'.join(JARS[name])}): {e}", file=sys.stderr)
             return 1
     return 0
 

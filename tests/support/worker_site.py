@@ -19,6 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 def driver_env(site_dir: Path, sitecustomize: str, **extra: str) -> dict[str, str]:
     """The environment of a driver subprocess whose Python processes all run `sitecustomize`."""
     site_dir.mkdir(parents=True, exist_ok=True)
-    (site_dir / "sitecustomize.py").write_text(sitecustomize)
+    # only the first sitecustomize on the path is imported: keep the S3 redirect's (conftest.py) too
+    s3_hook = (Path(__file__).with_name("s3site") / "sitecustomize.py").read_text()
+    (site_dir / "sitecustomize.py").write_text(sitecustomize + "\n" + s3_hook)
     path = os.pathsep.join(p for p in (str(site_dir), str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYSPARK_PYTHON": sys.executable, **extra, "PYTHONPATH": path}

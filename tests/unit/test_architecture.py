@@ -1,7 +1,8 @@
 """The package's shape, checked: no import circle, the engine never imports Spark, and the
 folders of `hoodie_sink/table/` depend on each other in one direction only:
 
-    storage, lru_cache, arrow_util, metrics  <-  format  <-  index  <-  read  <-  write  <-  services  <-  client
+    storage, storage_options, lru_cache, arrow_util, metrics
+        <-  format  <-  index  <-  read  <-  write  <-  services  <-  client
 
 (`config` and `errors`, outside `table/`, may be used by all of them.)  Imports are read from
 the source with `ast`, function-level ones included, so a late import cannot hide a circle.
@@ -18,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hoodie_sink"
 
 # layer of each room of table/; a module may import its own layer and lower ones
 LAYERS = {
-    "storage": 0, "lru_cache": 0, "arrow_util": 0, "metrics": 0,
+    "storage": 0, "storage_options": 0, "lru_cache": 0, "arrow_util": 0, "metrics": 0,
     "format": 1, "index": 2, "read": 3, "write": 4, "services": 5, "client": 6,
 }  # fmt: skip
 

@@ -50,12 +50,14 @@ def takeover_claim_path(instant: str, beat: float | None) -> str:
 
 def last_beat(storage: Storage, instant: str) -> float | None:
     """Seconds since the epoch of the instant's last heartbeat (the file's modification time,
-    as Java reads it), or None if it has none."""
+    as Java reads it), or None if it has none.  Where modification times are coarse (S3: whole
+    seconds) the beat may have come up to that much later than it says: the latest such time is
+    taken, so a live writer is never judged dead for the rounding (sub-second intervals included)."""
     try:
         mtime = storage.fs.get_file_info(storage.full(heartbeat_path(instant))).mtime
     except (FileNotFoundError, OSError):
         return None
-    return mtime.timestamp() if mtime is not None else None
+    return mtime.timestamp() + storage.mtime_resolution_s if mtime is not None else None
 
 
 def is_alive(

@@ -96,7 +96,7 @@ from hoodie_sink.table.format.timeline.timeline import (
 from hoodie_sink.table.read.incremental import COMMIT_TIME, plan_incremental
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.read.snapshot import Snapshot, parse_slice_ref, slice_ref
-from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.storage import Storage, as_storage
 
 CDC_SCHEMA = pa.schema(
     [("op", pa.string()), ("ts_ms", pa.string()), ("before", pa.string()), ("after", pa.string())]
@@ -226,15 +226,15 @@ def _check_before_state(
 # -------------------------------------------------------------------------------------- reading
 
 
-def read_cdc(path: str, begin: str, end: str | None = None) -> pa.Table:
+def read_cdc(path: str | Storage, begin: str, end: str | None = None) -> pa.Table:
     """Every change of the writes in (begin, end] (CDC_SCHEMA), ordered by `ts_ms`, then by
     partition path and record key (see the module doc)."""
-    storage = Storage(path)
+    storage = path = as_storage(path)
     timeline = ActiveTimeline.load(storage)
     plan = plan_cdc(storage, timeline, begin, end)
     if not plan.instants:
         return CDC_SCHEMA.empty_table()
-    schema = Snapshot.open(path, timeline=timeline).schema
+    schema = Snapshot.open(storage, timeline=timeline).schema
     plain = Timeline(timeline.instants)  # read-only from here: safe to share between threads
 
     def read(task: CdcTask) -> pa.Table:
@@ -251,7 +251,11 @@ def read_cdc(path: str, begin: str, end: str | None = None) -> pa.Table:
 
 
 def read_cdc_instant(
-    path: str, plan: CdcPlan, instant: str, schema: pa.Schema | None = None, timeline: Timeline | None = None
+    path: str | Storage,
+    plan: CdcPlan,
+    instant: str,
+    schema: pa.Schema | None = None,
+    timeline: Timeline | None = None,
 ) -> pa.Table:
     """The changes of one write of `plan` (none for a compaction or clustering)."""
     for change in plan.instants:
@@ -260,13 +264,13 @@ def read_cdc_instant(
     if instant in plan.rewrites:
         return CDC_SCHEMA.empty_table()
     raise HoodieTableError(
-        f"Instant {instant} is not a write of the CDC plan ({plan.begin}, {plan.end}] of {path}. Help: pass "
-        "one of the plan's instants."
+        f"Instant {instant} is not a write of the CDC plan ({plan.begin}, {plan.end}] of "
+        f"{as_storage(path).base_uri}. Help: pass one of the plan's instants."
     )
 
 
 def read_cdc_task(
-    path: str, task: CdcTask, schema: pa.Schema | None = None, timeline: Timeline | None = None
+    path: str | Storage, task: CdcTask, schema: pa.Schema | None = None, timeline: Timeline | None = None
 ) -> pa.Table:
     """The changes of a task's write in its file groups, ordered by partition path and record key.
     `schema`: of the images (default: the table's latest, which the planner should fix for all
@@ -275,9 +279,11 @@ def read_cdc_task(
     return _changes(path, task, schema, timeline).select(CDC_SCHEMA.names)
 
 
-def _changes(path: str, task: CdcTask, schema: pa.Schema | None, timeline: Timeline | None) -> pa.Table:
+def _changes(
+    path: str | Storage, task: CdcTask, schema: pa.Schema | None, timeline: Timeline | None
+) -> pa.Table:
     """read_cdc_task's rows with their partition path and record key (to order a whole read)."""
-    timeline = timeline if timeline is not None else Timeline.load(Storage(path))
+    timeline = timeline if timeline is not None else Timeline.load(as_storage(path))
     if schema is None:
         schema = Snapshot.open(path, timeline=timeline).schema
     after = _state(path, task.instant, timeline, schema)
@@ -293,7 +299,7 @@ def _changes(path: str, task: CdcTask, schema: pa.Schema | None, timeline: Timel
     return diff_states(before_rows, after_rows, task.instant)
 
 
-def _state(path: str, instant: str, timeline: Timeline, schema: pa.Schema) -> Snapshot:
+def _state(path: str | Storage, instant: str, timeline: Timeline, schema: pa.Schema) -> Snapshot:
     """The table as of `instant`, read in `schema` (so that both images have the same columns)."""
     snap = replace(Snapshot.open(path, as_of=instant, timeline=timeline), schema=schema)
     if not snap.table.populate_meta_fields:

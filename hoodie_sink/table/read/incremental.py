@@ -37,7 +37,7 @@ from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commit_metadata
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.read.snapshot import Snapshot, parse_slice_ref
-from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.storage import Storage, as_storage
 
 COMMIT_TIME = META_COLUMNS[0]
 EARLIEST = "000"
@@ -120,7 +120,9 @@ def oldest_pending_write(storage: Storage, timeline: Timeline, after: str) -> In
     return None
 
 
-def open_incremental(path: str, plan: IncrementalPlan, timeline: Timeline | None = None) -> Snapshot:
+def open_incremental(
+    path: str | Storage, plan: IncrementalPlan, timeline: Timeline | None = None
+) -> Snapshot:
     """The snapshot an incremental read reads from: as of its end, in the table's latest schema
     (as Java's default, hoodie.datasource.read.schema.use.end.instanttime=false: columns added
     after the end are null, and the read has the schema Spark was told)."""
@@ -221,7 +223,7 @@ def read_in_range(snap: Snapshot, ref: str, plan: IncrementalPlan, columns: list
 
 
 def read_incremental(
-    path: str,
+    path: str | Storage,
     begin: str,
     end: str | None = None,
     columns: list[str] | None = None,
@@ -230,10 +232,10 @@ def read_incremental(
     path_glob: str | None = None,
 ) -> pa.Table:
     """The records that writes in (begin, end] left, as they are at `end` (see the module doc)."""
-    storage = Storage(path)
+    storage = as_storage(path)
     timeline = Timeline.load(storage)
     plan = plan_incremental(storage, timeline, begin, end, fallback_full_scan)
-    snap = open_incremental(path, plan, timeline)
+    snap = open_incremental(storage, plan, timeline)
     refs = touched_refs(snap.read_refs(partition_filter), plan, storage, path_glob)
     parts = [read_in_range(snap, ref, plan, columns) for ref in refs]
     if not parts:

@@ -41,7 +41,7 @@ from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
 from hoodie_sink.table.read.file_slice import MergeRule, read_file_slice
 from hoodie_sink.table.read.retention import check_time_travel
-from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.storage import Storage, as_storage
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +57,15 @@ class Snapshot:
 
     @staticmethod
     def open(
-        path: str, as_of: str | None = None, read_optimized: bool = False, timeline: Timeline | None = None
+        path: str | Storage,
+        as_of: str | None = None,
+        read_optimized: bool = False,
+        timeline: Timeline | None = None,
     ) -> Snapshot:
         """The latest snapshot of `timeline` (default: the table's timeline now), or the one
         `as_of` names (any format `as.of.instant` accepts; instants <= it are visible)."""
         as_of = parse_as_of_instant(as_of) if as_of else None
-        storage = Storage(path)
+        storage = as_storage(path)
         table = read_table_config(storage)
         timeline = timeline if timeline is not None else Timeline.load(storage)
         if as_of:
@@ -199,7 +202,7 @@ def iter_snapshot(
 
 
 def read_snapshot(
-    path: str,
+    path: str | Storage,
     columns: list[str] | None = None,
     partition_filter: Callable[[str], bool] | None = None,
     as_of: str | None = None,

@@ -116,7 +116,7 @@ def _guarded(
 
 
 def _clean(cfg: WriteConfig) -> CleanResult | None:
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     if cfg.clean_max_commits > 1 and _commits_since_last_clean(storage) < cfg.clean_max_commits:
         return None
     return run_clean(storage, CleanConfig.of(cfg))
@@ -129,4 +129,4 @@ def _commits_since_last_clean(storage: Storage) -> int:
 
 
 def _archive(cfg: WriteConfig) -> ArchivalResult:
-    return run_archival(Storage(cfg.path), ArchivalConfig.of(cfg))
+    return run_archival(cfg.storage(), ArchivalConfig.of(cfg))

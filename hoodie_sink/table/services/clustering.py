@@ -25,7 +25,7 @@ import posixpath
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -71,6 +71,7 @@ from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.storage_options import StorageOptions
 from hoodie_sink.table.write.base_file_writer import (
     BaseFileWriter,
     ParquetSettings,
@@ -154,6 +155,7 @@ class ClusteringJob:
     sort_columns: tuple[str, ...]
     layout: str
     preserve_metadata: bool
+    storage_options: StorageOptions = field(default_factory=StorageOptions)
 
 
 def execute_group(
@@ -161,7 +163,7 @@ def execute_group(
 ) -> list[WriteStat]:
     """Read a group's slices, sort, write new file groups at the target size (bounded by the
     group: every row of it is in memory once, sorted)."""
-    storage = Storage(job.path)
+    storage = Storage(job.path, job.storage_options)
     guard = InstantGuard(storage, job.instant, REPLACE_COMMIT)
     guard.check()
     schema = file_schema(job.data_schema)
@@ -307,6 +309,7 @@ def _job_of_plan(
     )
     job = ClusteringJob(
         path=cfg.path,
+        storage_options=cfg.storage_options,
         instant=requested.timestamp,
         data_schema=storage_schema(avro_to_arrow(avro_json)),
         avro_with_meta=json.dumps(with_meta_fields(avro_json), separators=(",", ":")),
@@ -352,7 +355,7 @@ def run(
     """Execute the oldest pending clustering whose runner is gone, or schedule and execute a
     new one.  None when there is nothing to cluster."""
     cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
-    storage = Storage(path)
+    storage = cfg.storage()
     # A replacecommit that Hudi's metadata table does not list would be invisible to Java readers.
     remove_metadata_table(storage)
     timeline = Timeline.load(storage)
@@ -397,7 +400,7 @@ def maybe_run_inline(cfg: WriteConfig) -> ClusteringResult | None:
     the committing process, groups in a thread pool) before the write call returns."""
     if not cfg.clustering_inline:
         return None
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     if commits_since_last_clustering(storage, Timeline.load(storage)) < max(1, cfg.clustering_max_commits):
         return None
     try:

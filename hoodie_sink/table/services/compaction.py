@@ -207,7 +207,7 @@ def compact_operation(
     job: CompactionJob, index: int, op: CompactionOperation, token: str
 ) -> WriteStat | None:
     """Merge one file slice into a base file of the compaction instant."""
-    storage = Storage(job.path)
+    storage = Storage(job.path, job.config.storage_options)
     schema = file_schema(storage_schema(avro_to_arrow(json.loads(job.avro_schema))))
     timeline = Timeline.load(storage)
 
@@ -320,7 +320,7 @@ def run(
     """Finish pending compactions, then schedule one (if due, or with `force` whenever there are
     logs) and execute it.  One runner per table at a time (a lock renewed while it works)."""
     cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
-    storage = Storage(path)
+    storage = cfg.storage()
     _check_merge_on_read(storage)
     with service_lock(storage, "compaction", "compact"):
         pending = pending_compactions(Timeline.load(storage))
@@ -335,7 +335,7 @@ def maybe_run_inline(cfg: WriteConfig) -> list[CompactionResult]:
     """After a commit on a merge-on-read table: compact when due (hoodie.compact.inline)."""
     if not cfg.compact_inline:
         return []
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     if read_table_config(storage).table_type != MERGE_ON_READ:
         return []
     return run(cfg.path, cfg, force=False)
@@ -344,7 +344,7 @@ def maybe_run_inline(cfg: WriteConfig) -> list[CompactionResult]:
 def maybe_schedule(cfg: WriteConfig) -> str | None:
     """hoodie.datasource.compaction.async.enable, right after a commit (no write of this writer in
     flight): plan a compaction when due; `execute_pending` runs it in the background."""
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     if read_table_config(storage).table_type != MERGE_ON_READ or pending_compactions(Timeline.load(storage)):
         return None  # one plan at a time: the pending one is being executed
     with service_lock(storage, "compaction", "schedule a compaction", wait_seconds=5.0):
@@ -352,6 +352,6 @@ def maybe_schedule(cfg: WriteConfig) -> str | None:
 
 
 def execute_pending(cfg: WriteConfig) -> list[CompactionResult]:
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     with service_lock(storage, "compaction", "compact"):
         return [execute(storage, inst.timestamp, cfg) for inst in pending_compactions(Timeline.load(storage))]

@@ -19,7 +19,9 @@ from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.write.context import WriteContext
 
 
-def check_clustering_conflicts(ctx: WriteContext, stats: list[WriteStat]) -> None:
+def check_clustering_conflicts(
+    ctx: WriteContext, stats: list[WriteStat], timeline: Timeline | None = None
+) -> None:
     """Refuse to publish new versions of file groups that a clustering scheduled since this
     write began will replace (or has replaced): the clustering rewrites their old version and
     would drop these changes (Hudi's reject-updates strategy, checked again at the commit)."""
@@ -27,7 +29,7 @@ def check_clustering_conflicts(ctx: WriteContext, stats: list[WriteStat]) -> Non
     if not rewritten:
         return
     storage = ctx.storage
-    timeline = Timeline.load(storage)
+    timeline = timeline if timeline is not None else Timeline.load(storage)
     conflicts = {
         fg: ts for fg, ts in file_groups_under_clustering(storage, timeline).items() if fg in rewritten
     }
@@ -52,14 +54,14 @@ def clustering_conflict(path: str, conflicts: dict[tuple[str, str], str]) -> Hoo
     )
 
 
-def check_concurrent_writes(ctx: WriteContext, stats: list[WriteStat]) -> None:
+def check_concurrent_writes(ctx: WriteContext, stats: list[WriteStat], timeline: Timeline) -> None:
     """Refuse to publish when a write that completed since this one began changed a file group this
-    one changed too (the later commit would hide the other's changes).  Run under the table lock."""
+    one changed too (the later commit would hide the other's changes).  Run under the table lock, on
+    a `timeline` loaded under it."""
     ours = {(s.partition_path, s.file_id) for s in stats}
     if not ours:
         return
     storage = ctx.storage
-    timeline = Timeline.load(storage)
     store = TimelineStore(storage)
     since = set(ctx.pending_at_begin)
     for inst in timeline.completed(WRITE_ACTIONS):

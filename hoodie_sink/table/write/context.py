@@ -77,7 +77,7 @@ class WriteContext:
 
     @property
     def storage(self) -> Storage:
-        return Storage(self.config.path)
+        return self.config.storage()
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     """Start the write's instant.  The timeline is loaded once for all of begin's steps (the
     rollback, the schema, the file groups, the instant time); `timeline` is a load the caller
     has just made of an existing table (the streaming begin read its checkpoints from it)."""
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     check_table_lock(cfg)
     cfg, table, exists = _open_table(cfg, storage)
     # Everything that can refuse the options or the input is checked before anything is written.
@@ -319,9 +319,11 @@ def _complete(
     ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
 ) -> CommitMetadata:
     storage = ctx.storage
+    timeline = None
     if ctx.config.occ:
-        check_concurrent_writes(ctx, stats)
-    check_clustering_conflicts(ctx, stats)
+        timeline = Timeline.load(storage)  # under the lock: one listing serves both checks
+        check_concurrent_writes(ctx, stats, timeline)
+    check_clustering_conflicts(ctx, stats, timeline)
     reported = {s.path for s in stats}
     orphans = [p for p, _ in list_marked_files(storage, ctx.instant) if p not in reported]
     if orphans:

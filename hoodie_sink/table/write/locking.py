@@ -66,20 +66,20 @@ def check_table_lock(cfg: WriteConfig) -> None:
 
 class FileSystemLock:
     def __init__(self, cfg: WriteConfig):
-        self.storage = Storage(cfg.lock_path) if cfg.lock_path else Storage(cfg.path)
+        self.storage = Storage(cfg.lock_path, cfg.storage_options) if cfg.lock_path else cfg.storage()
         self.rel = LOCK_FILE if cfg.lock_path else f"{META_DIR}/{LOCK_FILE}"
-        self.table = Storage(cfg.path)
+        self.table = cfg.storage()
         self.attempts = cfg.lock_client_retries + 1
         self.wait_s = cfg.lock_client_wait_ms / 1000
         self.expire_s = cfg.lock_expire_minutes * 60
-        if not self.storage.is_local:
-            # pyarrow offers no create-if-absent on HDFS or object stores: a check then a write
-            # there would let two writers hold the lock at once
+        if not self.storage.atomic_create:
+            # pyarrow offers no create-if-absent on HDFS: a check then a write there would let
+            # two writers hold the lock at once
             raise HoodieConfigError(
                 f"{FILESYSTEM_LOCK} needs an atomic create-if-absent, which hoodie_sink has on local and "
-                f"mounted file systems only, not at {self.storage.full(self.rel)}. Help: use "
-                f"InProcessLockProvider (writers on one host), or point hoodie.write.lock.filesystem.path "
-                "at a shared mounted folder."
+                f"mounted file systems and on S3 (conditional writes), not at {self.storage.full(self.rel)}. "
+                "Help: use InProcessLockProvider (writers on one host), or point "
+                "hoodie.write.lock.filesystem.path at a shared mounted folder or an S3 path."
             )
 
     def acquire(self) -> None:
@@ -131,7 +131,7 @@ class HostLock:
     threads of one process would share nothing else)."""
 
     def __init__(self, cfg: WriteConfig):
-        key = hashlib.sha1(Storage(cfg.path).base_uri.encode()).hexdigest()
+        key = hashlib.sha1(cfg.storage().base_uri.encode()).hexdigest()
         self.path = os.path.join(tempfile.gettempdir(), f"hoodie-lock-{key}")
         self.wait_s = cfg.lock_wait_ms / 1000
         with _HOST_LOCKS_GUARD:

@@ -133,7 +133,7 @@ def begin_batch(cfg: WriteConfig, schema: pa.Schema, ref: BatchRef) -> WriteCont
     instant (whose `begin` would roll back the first one while its tasks write).  The context is
     published create-if-absent, so even two begins (a lock stolen from a slow task) agree on one
     instant: the loser aborts its own."""
-    storage = Storage(cfg.path)
+    storage = cfg.storage()
     deadline = time.monotonic() + LOCK_TIMEOUT_S
     wait_s = 0.01
     while True:

@@ -31,7 +31,7 @@ INTERVAL_S, MISSES = 60.0, 2  # Java's defaults
 
 def _java_beat(storage: Storage, instant: str, age_s: float) -> None:
     """What Java's heartbeat client leaves: an empty file, last re-created `age_s` ago."""
-    full = storage.full(heartbeat_path(instant))
+    full = os.path.join(storage.base_uri, heartbeat_path(instant))
     os.makedirs(os.path.dirname(full), exist_ok=True)
     open(full, "wb").close()
     past = time.time() - age_s
@@ -52,7 +52,7 @@ def test_our_beat_is_javas_file_and_leaves_nothing_else_in_the_folder(tmp_path):
     storage = Storage(str(tmp_path))
     hb = Heartbeat(storage, "20250101000000000", INTERVAL_S)
     hb.beat()
-    full = storage.full(heartbeat_path("20250101000000000"))
+    full = os.path.join(storage.base_uri, heartbeat_path("20250101000000000"))
     first = os.stat(full).st_mtime
     assert storage.read_bytes(heartbeat_path("20250101000000000")) == b""
     time.sleep(0.02)

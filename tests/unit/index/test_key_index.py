@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
 import threading
@@ -170,7 +171,7 @@ def _file_of(base_files: list[BaseFile], path) -> dict[str, BaseFile]:
     storage = Storage(str(path))
     out = {}
     for bf in base_files:
-        t = pq.read_table(storage.full(bf.path), columns=["_hoodie_record_key"])
+        t = pq.read_table(os.path.join(storage.base_uri, bf.path), columns=["_hoodie_record_key"])
         for k in t.column(0).to_pylist():
             out[k] = bf
     return out

@@ -3,6 +3,8 @@ per-file choice of dictionary encoding."""
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -85,7 +87,7 @@ def test_dictionary_only_for_repetitive_columns(tmp_path):
     data = trips(5000).append_column("label", pa.array([("x", "y")[i % 2] for i in range(5000)]))
     hoodie_sink.write(data, str(path), {**OPTS, "hoodie.datasource.write.operation": "bulk_insert"})
     snap = Snapshot.open(str(path))
-    md = pq.read_metadata(snap.storage.full(snap.base_files()[0].path))
+    md = pq.read_metadata(os.path.join(snap.storage.base_uri, snap.base_files()[0].path))
     enc = {
         md.row_group(0).column(i).path_in_schema: md.row_group(0).column(i).encodings
         for i in range(md.num_columns)

@@ -8,6 +8,7 @@ default) timeline-server based.
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import posixpath
 
@@ -208,6 +209,7 @@ def rollback_record(storage: Storage, instant: Instant) -> dict:
     return decode_rollback_metadata(storage.read_bytes(f".hoodie/{instant.file_name}"))
 
 
+@pytest.mark.s3
 def test_rollback_of_a_failed_write_publishes_a_rollback_instant(tmp_path):
     path, storage, bf = table_with_one_commit(tmp_path)
     data = crash_java_write(storage, bf, "direct")
@@ -223,7 +225,7 @@ def test_rollback_of_a_failed_write_publishes_a_rollback_instant(tmp_path):
     assert md["startRollbackTime"] == rb.timestamp and md["totalFilesDeleted"] == 1
     assert md["commitsRollback"] == [CRASHED]
     assert md["instantsRollback"] == [{"commitTime": CRASHED, "action": "commit"}]
-    assert md["partitionMetadata"]["p0"]["successDeleteFiles"] == [storage.full(data)]
+    assert md["partitionMetadata"]["p0"]["successDeleteFiles"] == [os.path.join(storage.base_uri, data)]
     assert Timeline.load(storage).states_of(CRASHED) == []  # the failed instant's files are gone
     assert hudi_rs_timeline(path) is not None
     assert_table_matches(path, rows(0, 4).to_pylist())
@@ -249,6 +251,7 @@ def test_a_rollback_instant_is_not_a_commit_for_later_writes_and_time_travel(tmp
     assert sorted(as_of_rollback.column("id").to_pylist()) == [0, 1, 2, 3]
 
 
+@pytest.mark.s3
 @pytest.mark.parametrize("crash_point", ["before the deletes", "before the completion"])
 def test_a_rollback_that_dies_midway_is_completed_by_the_next_write(tmp_path, monkeypatch, crash_point):
     path, storage, bf = table_with_one_commit(tmp_path)

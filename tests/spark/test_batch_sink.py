@@ -121,6 +121,7 @@ def test_hudi_option_aliases_and_overwrite(spark, tmp_path):
     assert len(hudi_rs_timeline(path).get_completed_replacecommits()) == 1
 
 
+@pytest.mark.s3
 def test_task_retry_leaves_no_duplicates_or_orphans(spark, tmp_path):
     path, log = tmp_path / "t", tmp_path / "faults"
     df = trips_df(spark, 3000, partitions=3)
@@ -143,6 +144,7 @@ def test_task_retry_leaves_no_duplicates_or_orphans(spark, tmp_path):
     assert not list((path / ".hoodie" / ".temp").glob("*"))
 
 
+@pytest.mark.s3
 def test_failed_job_leaves_table_exactly_as_before(spark, tmp_path):
     path = tmp_path / "t"
     df = trips_df(spark, 300)

@@ -8,6 +8,7 @@ import threading
 import time
 
 import pyarrow.parquet as pq
+import pytest
 
 import hoodie_sink
 from hoodie_sink.table.services.after_commit import wait_for_background_services
@@ -24,6 +25,7 @@ def compactions(path) -> list[str]:
     return sorted(p.name.split(".")[0] for p in (path / ".hoodie").glob("*.compaction.requested"))
 
 
+@pytest.mark.s3
 def test_stream_with_async_compaction_equals_the_model(spark, tmp_path):
     batches = cdc_files(tmp_path / "src", 12, seed=3, rows=(40, 120))
     extra = {**MOR, "hoodie.datasource.compaction.async.enable": "true",

@@ -61,6 +61,7 @@ def test_spark_writes_refuse_retries_they_cannot_run(spark, tmp_path):
         df.write.format("hoodie").options(**opts).mode("append").save(str(tmp_path / "t"))
 
 
+@pytest.mark.s3
 def test_a_stream_survives_a_concurrent_writer_by_retrying_the_micro_batches_that_lose(spark, tmp_path):
     """A streaming upsert and an engine writer update the same keys at once, under OCC.  Every
     micro-batch of the stream that loses a conflict is written again from its kept input; the

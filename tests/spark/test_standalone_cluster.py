@@ -1,8 +1,11 @@
 """The sink on a real standalone cluster on 127.0.0.1: executors are separate processes, so any
-state shared through the driver instead of storage breaks here."""
+state shared through the driver instead of storage breaks here.  Two workers, each its own
+executor; the second test keeps the table on the S3 server, so no task shares a local path with the
+driver and the S3 settings reach the executors only as the write's options."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -13,14 +16,15 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from tests.support.s3_redirect import REGISTRY_ENV
 from tests.support.tables import assert_table_matches
 
 pytestmark = pytest.mark.cluster
 
 DRIVER = r"""
-import sys
+import json, sys
 from pyspark.sql import SparkSession, functions as F
-master, path = sys.argv[1], sys.argv[2]
+master, path, faults, storage_opts = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 spark = (SparkSession.builder.master(master).appName("hoodie-cluster-test")
          .config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false")
          .config("spark.executor.memory", "1g").config("spark.cores.max", "2")
@@ -28,17 +32,22 @@ spark = (SparkSession.builder.master(master).appName("hoodie-cluster-test")
          .config("spark.pyspark.python", sys.executable).config("spark.sql.session.timeZone", "UTC")
          .getOrCreate())
 df = spark.range(0, 20000, 1, 4).withColumn("city", F.concat(F.lit("c"), (F.col("id") % 4).cast("string")))
-opts = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "city"}
+opts = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "city",
+        **storage_opts}
 writer = df.write.format("hoodie").options(**opts).option("hoodie.datasource.write.operation", "bulk_insert")
 writer.mode("append").save(path)
 # a task failure on the cluster: retried on an executor, no duplicates
 from tests.support import faulty_source
 df2 = spark.range(20000, 30000, 1, 4).withColumn("city", F.lit("c9"))
 df2.write.format(faulty_source.register(spark)).options(**opts).option("fault.task", "2") \
-    .option("fault.log", path + ".faults").mode("append").save(path)
-n = spark.read.format("hoodie").load(path).count()
+    .option("fault.log", faults).mode("append").save(path)
+# upserts: the executors tag them with the index (footers read from the table's storage)
+df3 = spark.range(0, 20000, 4, 4).withColumn("city", F.lit("c0"))  # the same keys: 30000 rows stay 30000
+df3.write.format("hoodie").options(**opts).mode("append").save(path)
+n = spark.read.format("hoodie").options(**storage_opts).load(path).count()
 print("ROWS", n)
-print("FAULTS", [(part, attempt) for _, part, attempt in faulty_source.injected_in(path + ".faults")])
+print("EXECUTORS", spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)  # less the driver
+print("FAULTS", [(part, attempt) for _, part, attempt in faulty_source.injected_in(faults)])
 spark.stop()
 """
 
@@ -73,34 +82,71 @@ def cluster(tmp_path_factory):
             break
         except OSError:
             time.sleep(0.5)
-    worker = subprocess.Popen(
-        [str(spark_class), "org.apache.spark.deploy.worker.Worker", "--cores", "2", "--memory", "2g",
-         "--host", "127.0.0.1", "--webui-port", str(_free_port()), url],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    # two workers, one core each: the job's tasks run in two executor processes
+    workers = [
+        subprocess.Popen(
+            [
+                str(spark_class),
+                "org.apache.spark.deploy.worker.Worker",
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                str(_free_port()),
+                "--work-dir",
+                str(tmp_path_factory.mktemp(f"worker{i}")),
+                url,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for i in range(2)
+    ]
     try:
         yield url
     finally:
-        for p in (worker, master):
+        for p in (*workers, master):
             p.terminate()
-        for p in (worker, master):
+        for p in (*workers, master):
             try:
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
 
 
-def test_write_and_read_on_standalone_cluster(cluster, tmp_path):
-    path = tmp_path / "t"
+def _run_driver(cluster: str, tmp_path: Path, path: str, storage_opts: dict) -> str:
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    out = subprocess.run([sys.executable, str(script), cluster, str(path)], env=env, capture_output=True, check=False,
-                         text=True, timeout=300)  # fmt: skip
+    # no AWS variables and no test redirect: what the executors know of S3 is in the options
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != REGISTRY_ENV}
+    env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    args = [sys.executable, str(script), cluster, path, str(tmp_path / "faults"), json.dumps(storage_opts)]
+    out = subprocess.run(args, env=env, capture_output=True, check=False, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-4000:]
-    assert "ROWS 30000" in out.stdout
-    assert "FAULTS [(2, 0)]" in out.stdout  # task 2 failed once on an executor, and was retried
-    expected = [{"id": i, "city": f"c{i % 4}"} for i in range(20000)] + [
+    return out.stdout
+
+
+def _expected() -> list[dict]:
+    return [{"id": i, "city": f"c{i % 4}"} for i in range(20000)] + [
         {"id": i, "city": "c9"} for i in range(20000, 30000)
     ]
-    assert_table_matches(path, expected)
+
+
+def test_write_and_read_on_standalone_cluster(cluster, tmp_path):
+    out = _run_driver(cluster, tmp_path, str(tmp_path / "t"), {})
+    assert "EXECUTORS 2" in out
+    assert "ROWS 30000" in out
+    assert "FAULTS [(2, 0)]" in out  # task 2 failed once on an executor, and was retried
+    assert_table_matches(tmp_path / "t", _expected())
+
+
+def test_a_table_on_s3_on_standalone_cluster(cluster, tmp_path, s3, s3_uri):
+    out = _run_driver(cluster, tmp_path, s3_uri(tmp_path / "t"), s3.options())
+    assert "EXECUTORS 2" in out
+    assert "ROWS 30000" in out
+    assert "FAULTS [(2, 0)]" in out
+    assert_table_matches(tmp_path / "t", _expected())  # s3proxy's files: read locally by ours and hudi-rs

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from tests.support import faulty_source
 from tests.support.streams import stream_files
@@ -83,6 +84,7 @@ def test_stream_of_50_upsert_and_delete_batches_equals_the_model(spark, tmp_path
     assert q.lastProgress is not None and q.lastProgress["numInputRows"] > 0
 
 
+@pytest.mark.s3
 def test_replayed_batch_writes_and_commits_nothing(spark, tmp_path):
     batches = cdc_files(tmp_path / "src", 4)
     run_stream(spark, tmp_path / "src", tmp_path / "t", tmp_path / "ckpt")
@@ -97,6 +99,7 @@ def test_replayed_batch_writes_and_commits_nothing(spark, tmp_path):
     assert_table_matches(tmp_path / "t", model_of(batches))
 
 
+@pytest.mark.s3
 def test_task_retry_inside_a_micro_batch_leaves_no_duplicates(spark, tmp_path):
     src = tmp_path / "src"
     batches = cdc_files(src, 3, rows=(200, 300))

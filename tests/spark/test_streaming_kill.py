@@ -126,6 +126,21 @@ KILLS += [("MERGE_ON_READ", "during-write", 2), ("MERGE_ON_READ", "before-commit
 
 @pytest.mark.parametrize("table_type,point,skip", KILLS, ids=[f"{t[:3].lower()}-{p}" for t, p, _ in KILLS])
 def test_kill_and_restart_is_exactly_once(tmp_path, table_type, point, skip):
+    _kill_and_restart(tmp_path, table_type, point, skip)
+
+
+S3_KILLS = [KILLS[1], KILLS[4]]  # COW and MOR, each killed between its write and its commit
+
+
+@pytest.mark.parametrize("table_storage", ["s3"], indirect=True)  # the table on the S3 server
+@pytest.mark.parametrize(
+    "table_type,point,skip", S3_KILLS, ids=[f"{t[:3].lower()}-{p}" for t, p, _ in S3_KILLS]
+)
+def test_kill_and_restart_on_s3_is_exactly_once(tmp_path, table_storage, table_type, point, skip):
+    _kill_and_restart(tmp_path, table_type, point, skip)
+
+
+def _kill_and_restart(tmp_path: Path, table_type: str, point: str, skip: int) -> None:
     src, path, ckpt = tmp_path / "src", tmp_path / "t", tmp_path / "ckpt"
     batches = cdc_files(src, 4, seed=5, rows=(100, 200))
     script = tmp_path / "driver.py"

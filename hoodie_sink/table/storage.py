@@ -83,10 +83,6 @@ class Storage:
         self._backend = None
         self._store = None
 
-    def at(self, base_uri: str) -> Storage:
-        """Storage at another base path with the same options (a lock folder, a target table)."""
-        return Storage(base_uri, self.options)
-
     # -- handles -----------------------------------------------------------------------
     @property
     def fs(self) -> pafs.FileSystem:

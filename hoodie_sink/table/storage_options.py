@@ -3,8 +3,10 @@
 A Hudi job names its object store settings in Hadoop's S3A terms (`fs.s3a.endpoint`, ...), as
 write/read options or Spark conf (`spark.hadoop.fs.s3a.*`).  The sink takes the same keys as
 options, with or without the `spark.hadoop.` prefix.  What is not set falls back to the AWS
-environment of each process (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
-AWS_REGION, AWS_ENDPOINT_URL, ~/.aws, instance metadata), which both S3 clients read themselves.
+environment of each process, which both S3 clients read themselves: AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, and instance, container or
+web-identity roles.  Only pyarrow also reads ~/.aws profiles, obstore does not: with profiles, give
+the keys as options or variables (the conditional PUTs would otherwise be refused).
 
 Two clients share these settings (storage.py): pyarrow's S3FileSystem for data files and listings,
 and obstore for the one thing pyarrow cannot do, a conditional PUT (`If-None-Match: *`), which makes
@@ -79,10 +81,6 @@ class StorageOptions:
                 values[attr] = value.strip()
         return StorageOptions(**values)
 
-    @property
-    def is_default(self) -> bool:
-        return all(getattr(self, f.name) == f.default for f in fields(self))
-
     def endpoint_url(self) -> str | None:
         """The endpoint with its scheme: S3A's endpoint may be a bare host, whose scheme then comes
         from fs.s3a.connection.ssl.enabled (Hadoop's rule).  None: the AWS environment's (or AWS)."""
@@ -153,10 +151,18 @@ def s3_store(bucket: str, options: StorageOptions) -> Any:
         if endpoint.startswith("http://"):
             kwargs["client_options"] = {"allow_http": True}
     region = options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if not region and endpoint:
+        region = "us-east-1"
+    if not region:
+        # AWS signs per region: ask where the bucket is, as pyarrow's filesystem does by itself
+        import pyarrow.fs as pafs
+
+        try:
+            region = pafs.resolve_s3_region(bucket)
+        except OSError:
+            region = None
     if region:
         kwargs["region"] = region
-    elif endpoint:
-        kwargs["region"] = "us-east-1"
     if options.access_key and options.secret_key:
         kwargs["access_key_id"] = options.access_key
         kwargs["secret_access_key"] = options.secret_key

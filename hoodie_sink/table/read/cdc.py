@@ -229,7 +229,7 @@ def _check_before_state(
 def read_cdc(path: str | Storage, begin: str, end: str | None = None) -> pa.Table:
     """Every change of the writes in (begin, end] (CDC_SCHEMA), ordered by `ts_ms`, then by
     partition path and record key (see the module doc)."""
-    storage = path = as_storage(path)
+    storage = as_storage(path)
     timeline = ActiveTimeline.load(storage)
     plan = plan_cdc(storage, timeline, begin, end)
     if not plan.instants:
@@ -238,7 +238,7 @@ def read_cdc(path: str | Storage, begin: str, end: str | None = None) -> pa.Tabl
     plain = Timeline(timeline.instants)  # read-only from here: safe to share between threads
 
     def read(task: CdcTask) -> pa.Table:
-        return _changes(path, task, schema, plain)
+        return _changes(storage, task, schema, plain)
 
     # a few file groups per task bound the memory (two states of them at a time); the tasks of a
     # thread pool overlap their Parquet reads and joins, which release the GIL

@@ -26,7 +26,7 @@ import hoodie_sink
 from hoodie_sink.table.services.validation import validate_table
 from tests.interop.compare import assert_readers_agree
 from tests.support.keyed_model import KeyedModel
-from tests.support.tables import all_commit_extra_metadata, streaming_batch_ids
+from tests.support.tables import OCC_OPTS, all_commit_extra_metadata, streaming_batch_ids
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -40,10 +40,8 @@ OPTS = {
     "hoodie.datasource.write.partitionpath.field": "p",
     "hoodie.datasource.write.precombine.field": "ts",
     "hoodie.parquet.small.file.limit": "0",
-    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-    "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+    **OCC_OPTS,
     "hoodie.write.lock.client.wait_time_ms_between_retry": "100",
-    "hoodie.cleaner.policy.failed.writes": "LAZY",
 }
 # the stream updates partitions a and b; the job's overlapping writes update b and c, its disjoint
 # ones upsert and delete in c and d.  Only the job deletes (and so re-inserts), and one job runs at

@@ -12,7 +12,7 @@ from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieWriteConflictError
 from hoodie_sink.table import client
 from hoodie_sink.table.write.context import TaskIdentity
-from tests.support.tables import hudi_rs_read
+from tests.support.tables import OCC_OPTS, hudi_rs_read
 
 OPTS = {
     "hoodie.table.name": "t",
@@ -20,9 +20,7 @@ OPTS = {
     "hoodie.datasource.write.partitionpath.field": "p",
     "hoodie.datasource.write.precombine.field": "ts",
     "hoodie.parquet.small.file.limit": "0",
-    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-    "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
-    "hoodie.cleaner.policy.failed.writes": "LAZY",
+    **OCC_OPTS,
 }
 
 

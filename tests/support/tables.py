@@ -144,6 +144,13 @@ def copy_table(src: Path, dest: Path) -> Path:
     return dest
 
 
+# several writers: optimistic concurrency control with the file-system lock (Java's class name)
+OCC_OPTS = {
+    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+    "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+    "hoodie.cleaner.policy.failed.writes": "LAZY",
+}
+
 # An append-mode table "t" keyed by "id", and clustering options that make every file of a small
 # test table a candidate (shared by the timeline, heartbeat and metadata-table tests).
 APPEND_OPTS = {

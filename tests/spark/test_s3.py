@@ -64,3 +64,34 @@ def test_a_stream_into_s3a_is_exactly_once_across_replays(spark, tmp_path, s3, s
     stream_files(spark, spark_schema, src, uri, tmp_path / "ckpt", {**KEYED, **s3.options()})
     assert_table_matches(tmp_path / "t", sorted(model.values(), key=lambda r: r["id"]))
     assert hudi_rs_read(tmp_path / "t").num_rows == len(model)
+
+
+def test_a_streaming_read_and_a_change_feed_of_an_s3a_table(spark, tmp_path, s3, s3_uri):
+    """The streaming source and the CDC read plan and read with the S3 options of the query only."""
+    uri = s3_uri(tmp_path / "t")
+    schema = "id long, p string, ts long, v string"
+    opts = {**KEYED, **s3.options()}
+    spark.createDataFrame([(i, "a", 1, f"v{i}") for i in range(10)], schema).write.format("hoodie").options(
+        **opts
+    ).mode("append").save(uri)
+    spark.createDataFrame([(i, "a", 2, f"w{i}") for i in range(5)], schema).write.format("hoodie").options(
+        **opts
+    ).mode("append").save(uri)
+    seen: list[dict] = []
+    q = (
+        spark.readStream.format("hoodie").options(**s3.options()).load(uri)
+        .writeStream.foreachBatch(lambda df, _: seen.extend(r.asDict() for r in df.select("id", "v").collect()))
+        .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    q.awaitTermination(300)
+    assert q.exception() is None
+    assert sorted((r["id"], r["v"]) for r in seen) == sorted(
+        [(i, f"w{i}") for i in range(5)] + [(i, f"v{i}") for i in range(5, 10)]
+    )  # from the start: each key as of the batch's end, which is the newest write here
+    cdc = (
+        spark.read.format("hoodie").options(**s3.options())
+        .option("hoodie.datasource.query.type", "incremental")
+        .option("hoodie.datasource.query.incremental.format", "cdc")
+        .option("hoodie.datasource.read.begin.instanttime", "earliest").load(uri)
+    )  # fmt: skip
+    assert sorted(r["op"] for r in cdc.collect()) == ["i"] * 10 + ["u"] * 5

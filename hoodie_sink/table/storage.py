@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -61,6 +62,25 @@ def open_backend(uri: str, options: StorageOptions) -> Backend:
     return Backend(fs, path)
 
 
+# One S3 client per table location and settings in a process: a write makes many short-lived
+# Storage objects, and a client is costly to make (~1 ms for pyarrow's, ~3 ms for obstore's) and
+# to warm (its connections).  Both clients are thread-safe.  Local handles cost nothing: not kept.
+_S3_CLIENTS: dict[tuple[str, StorageOptions], tuple[Backend, Any]] = {}
+_S3_CLIENTS_LOCK = threading.Lock()
+
+
+def _s3_clients(uri: str, options: StorageOptions) -> tuple[Backend, Any] | None:
+    with _S3_CLIENTS_LOCK:
+        return _S3_CLIENTS.get((uri, options))
+
+
+def _keep_s3_clients(uri: str, options: StorageOptions, backend: Backend, store: Any) -> None:
+    with _S3_CLIENTS_LOCK:
+        if len(_S3_CLIENTS) >= 64:  # a process writes a few tables; bound it all the same
+            _S3_CLIENTS.pop(next(iter(_S3_CLIENTS)))
+        _S3_CLIENTS[(uri, options)] = (backend, store)
+
+
 @dataclass
 class Storage:
     """Storage rooted at a table's base path.  Relative paths use '/' separators."""
@@ -87,7 +107,14 @@ class Storage:
     @property
     def fs(self) -> pafs.FileSystem:
         if self._fs is None:
-            self._backend = open_backend(self.base_uri, self.options)
+            kept = _s3_clients(self.base_uri, self.options)
+            if kept is not None:
+                self._backend, self._store = kept
+            else:
+                self._backend = open_backend(self.base_uri, self.options)
+                if self._backend.bucket is not None:
+                    self._store = s3_store(self._backend.bucket, self._backend.options)
+                    _keep_s3_clients(self.base_uri, self.options, self._backend, self._store)
             self._fs = self._backend.fs
             self._root = self._backend.root.rstrip("/") or "/"
         return self._fs
@@ -271,8 +298,6 @@ class Storage:
         from obstore.exceptions import AlreadyExistsError
 
         backend = self.backend
-        if self._store is None:
-            self._store = s3_store(backend.bucket or "", backend.options)
         key = posixpath.join(backend.key_prefix, rel) if backend.key_prefix else rel
         try:
             obstore.put(self._store, key, data, mode="create")

@@ -95,7 +95,7 @@ def test_create_if_absent_on_s3_has_exactly_one_winner_under_a_race(tmp_path, s3
         barrier = threading.Barrier(8)
 
         def claim(i, race=race, barrier=barrier):
-            mine = Storage(storage.base_uri, storage.options)  # a client of its own, as another writer
+            mine = Storage(storage.base_uri, storage.options)  # concurrent requests: the server decides
             barrier.wait()
             return mine.create_if_absent(f"claims/{race}", f"writer {i}".encode())
 

@@ -29,7 +29,7 @@ if CTL:
     from hoodie_sink.table.storage import Storage
     from hoodie_sink.table.format.timeline.instant import Instant
 
-    _write, _read, _failed = Storage.write_atomic, Storage.read_bytes, set()
+    _write, _create, _read, _failed = Storage.write_atomic, Storage.create_if_absent, Storage.read_bytes, set()
 
     def _mode():
         try:
@@ -42,26 +42,30 @@ if CTL:
         inst = Instant.parse(rel.rsplit("/", 1)[-1])
         return rel.startswith(".hoodie/") and inst is not None and inst.is_completed
 
-    def write_atomic(self, rel, data):
-        mode = _mode()
-        if mode == "off" or not _completed(rel):
-            return _write(self, rel, data)
-        _write(self, rel, data)
-        if mode.endswith("-once"):
-            with open(CTL, "w") as f:
-                f.write("off")
-        if mode.startswith("unknown"):
-            _failed.add(rel)
-        with open(CTL + ".hits", "a") as f:
-            f.write(f"{os.getpid()} {mode} {rel}\n")
-        raise OSError(f"injected: connection reset after publishing {rel}")
+    def _publisher(real):  # local disk publishes by rename, S3 by a conditional PUT
+        def publish(self, rel, data=b""):
+            mode = _mode()
+            if mode == "off" or not _completed(rel):
+                return real(self, rel, data)
+            real(self, rel, data)
+            if mode.endswith("-once"):
+                with open(CTL, "w") as f:
+                    f.write("off")
+            if mode.startswith("unknown"):
+                _failed.add(rel)
+            with open(CTL + ".hits", "a") as f:
+                f.write(f"{os.getpid()} {mode} {rel}\n")
+            raise OSError(f"injected: connection reset after publishing {rel}")
+
+        return publish
 
     def read_bytes(self, rel):
         if rel in _failed:
             raise OSError(f"injected: storage unavailable reading {rel}")
         return _read(self, rel)
 
-    Storage.write_atomic, Storage.read_bytes = write_atomic, read_bytes
+    Storage.write_atomic, Storage.create_if_absent = _publisher(_write), _publisher(_create)
+    Storage.read_bytes = read_bytes
 """
 
 DRIVER = r"""

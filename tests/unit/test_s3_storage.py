@@ -138,3 +138,18 @@ def test_the_file_system_lock_excludes_writers_on_s3(tmp_path, s3, s3_uri):
     assert not [e for e in errors if "Unable to acquire lock" not in str(e)]
     assert overlap and set(overlap) == {1}, "two writers held the lock at once"
     assert not (tmp_path / "t" / ".hoodie" / "lock").exists()  # released
+
+
+def test_a_completed_instant_on_s3_is_published_once_and_never_overwritten(tmp_path, s3, s3_uri):
+    from hoodie_sink.errors import HoodieCommitStateUnknown
+    from hoodie_sink.table.format.timeline.instant import COMMIT, COMPLETED, INFLIGHT, Instant
+    from hoodie_sink.table.format.timeline.timeline import TimelineStore
+
+    storage = Storage(s3_uri(tmp_path / "t"), StorageOptions.from_options(s3.options()))
+    store = TimelineStore(storage)
+    inflight = Instant("20260101000000000", COMMIT, INFLIGHT)
+    store.complete(inflight, b'{"a": 1}')
+    store.complete(inflight, b'{"a": 1}')  # the same publication again (an answer lost): it landed
+    with pytest.raises(HoodieCommitStateUnknown):
+        store.complete(inflight, b'{"a": 2}')
+    assert storage.read_bytes(store.path(inflight.with_state(COMPLETED))) == b'{"a": 1}'

@@ -22,6 +22,8 @@ from hoodie_sink.table.write import coordinator, write_path
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.support.tables import assert_table_matches
 
+pytestmark = pytest.mark.s3  # also on S3, where the publication is a conditional PUT
+
 OPTS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id"}
 
 
@@ -41,23 +43,27 @@ def is_completed_commit(rel: str) -> bool:
 def fail_publish(monkeypatch, after_write: bool, check_fails: bool) -> list[str]:
     """Storage that raises when publishing a completed commit (after writing it, or instead),
     and optionally cannot read it back either.  Returns the paths it failed on."""
-    real_write, real_read = Storage.write_atomic, Storage.read_bytes
+    real_write, real_create, real_read = Storage.write_atomic, Storage.create_if_absent, Storage.read_bytes
     failed: list[str] = []
 
-    def write_atomic(self, rel, data):
-        if not is_completed_commit(rel):
-            return real_write(self, rel, data)
-        failed.append(rel)
-        if after_write:
-            real_write(self, rel, data)
-        raise OSError(f"injected: connection reset while publishing {rel}")
+    def publisher(real):  # local disk publishes by rename, S3 by a conditional PUT
+        def publish(self, rel, data=b""):
+            if not is_completed_commit(rel):
+                return real(self, rel, data)
+            failed.append(rel)
+            if after_write:
+                real(self, rel, data)
+            raise OSError(f"injected: connection reset while publishing {rel}")
+
+        return publish
 
     def read_bytes(self, rel):
         if check_fails and rel in failed:
             raise OSError(f"injected: storage unavailable reading {rel}")
         return real_read(self, rel)
 
-    monkeypatch.setattr(Storage, "write_atomic", write_atomic)
+    monkeypatch.setattr(Storage, "write_atomic", publisher(real_write))
+    monkeypatch.setattr(Storage, "create_if_absent", publisher(real_create))
     monkeypatch.setattr(Storage, "read_bytes", read_bytes)
     return failed
 

@@ -245,7 +245,13 @@ class TimelineStore:
         done = inflight.with_state(COMPLETED)
         path = self.path(done)
         try:
-            self.storage.write_atomic(path, content)
+            if self.storage.backend.bucket is not None:
+                # S3: a conditional PUT (If-None-Match), so a completed file is never overwritten;
+                # a publication repeated after a lost answer finds it and compares, below
+                if not self.storage.create_if_absent(path, content):
+                    raise FileExistsError(self.storage.full(path))
+            else:
+                self.storage.write_atomic(path, content)
         except Exception as error:
             try:
                 found = self.storage.read_bytes(path)

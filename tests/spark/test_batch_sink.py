@@ -31,6 +31,7 @@ from pyspark.sql.types import (
 )
 
 from hoodie_sink.table.format.schema import META_COLUMNS as META
+from hoodie_sink.table.storage import Storage
 from tests.support import faulty_source
 from tests.support.tables import (
     COW_FIXTURES,
@@ -145,7 +146,7 @@ def test_task_retry_leaves_no_duplicates_or_orphans(spark, tmp_path):
 
 
 @pytest.mark.s3
-def test_failed_job_leaves_table_exactly_as_before(spark, tmp_path):
+def test_failed_job_leaves_table_exactly_as_before(spark, tmp_path, table_storage):
     path = tmp_path / "t"
     df = trips_df(spark, 300)
     df.write.format("hoodie").options(**OPTS).mode("append").save(str(path))
@@ -165,7 +166,9 @@ def test_failed_job_leaves_table_exactly_as_before(spark, tmp_path):
         df.write.format(faulty).options(**OPTS).option("fault.task", "always:0").mode("append").save(
             str(fresh)
         )
-    assert not fresh.exists()
+    assert not list(Storage(str(fresh)).walk_files(""))  # nothing, as the table's storage lists it
+    if table_storage == "local":  # (s3proxy's filesystem backend may keep empty folders of deleted objects)
+        assert not fresh.exists()
 
 
 ALL_TYPES = StructType(

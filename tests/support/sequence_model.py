@@ -190,7 +190,11 @@ def feed_changes(t: str, before: dict, after: dict) -> dict:
         changed = [c for c in new if c.commit == t]
         kept = [c.key() for c in new if c.commit != t]
         gone = [c for c in old if c.key() not in kept]
-        ops = ["u"] * min(len(gone), len(changed)) + ["i"] * (len(changed) - len(gone)) + ["d"] * (len(gone) - len(changed))
+        ops = (
+            ["u"] * min(len(gone), len(changed))
+            + ["i"] * (len(changed) - len(gone))
+            + ["d"] * (len(gone) - len(changed))
+        )
         if ops:
             ent = out.setdefault((t, key), ([], [], []))
             ent[0].extend(ops)
@@ -288,14 +292,18 @@ class StepGenerator:
             if self.unique_inserts:
                 k = self._new_key()
                 if overwrite and x < 0.4:  # a key stored only in the overwritten partitions comes back
-                    inside = {r["id"] for r in stored if r["p"] in parts} - {r["id"] for r in stored if r["p"] not in parts}
+                    inside = {r["id"] for r in stored if r["p"] in parts} - {
+                        r["id"] for r in stored if r["p"] not in parts
+                    }
                     inside -= {r["id"] for r in rows}
                     if inside:
                         k = self.rng.choice(sorted(inside))
                 rows.append(self._row(model, k, p, 0.0 if overwrite else 0.1))
             elif stored and x < 0.3:
                 s = self.rng.choice(stored)
-                rows.append(self._row(model, s["id"], s["p"] if not overwrite else p, 0.0 if overwrite else 0.1))
+                rows.append(
+                    self._row(model, s["id"], s["p"] if not overwrite else p, 0.0 if overwrite else 0.1)
+                )
             elif rows and x < 0.4:
                 prev = self.rng.choice(rows)
                 rows.append(self._row(model, prev["id"], prev["p"], 0.0))

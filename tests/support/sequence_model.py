@@ -292,9 +292,10 @@ class StepGenerator:
             if self.unique_inserts:
                 k = self._new_key()
                 if overwrite and x < 0.4:  # a key stored only in the overwritten partitions comes back
-                    inside = {r["id"] for r in stored if r["p"] in parts} - {
-                        r["id"] for r in stored if r["p"] not in parts
-                    }
+                    # by the partition each copy is stored in (under GLOBAL_BLOOM without moves a
+                    # row's partition column may name another one)
+                    where = [(c.row["id"], c.partition) for c in model.copies()]
+                    inside = {k for k, q in where if q in parts} - {k for k, q in where if q not in parts}
                     inside -= {r["id"] for r in rows}
                     if inside:
                         k = self.rng.choice(sorted(inside))

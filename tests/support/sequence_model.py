@@ -297,8 +297,9 @@ class StepGenerator:
                     where = [(c.row["id"], c.partition) for c in model.copies()]
                     inside = {k for k, q in where if q in parts} - {k for k, q in where if q not in parts}
                     inside -= {r["id"] for r in rows}
-                    if inside:
+                    if inside:  # written where it is stored, so that partition is overwritten
                         k = self.rng.choice(sorted(inside))
+                        p = next(q for key, q in where if key == k)
                 rows.append(self._row(model, k, p, 0.0 if overwrite else 0.1))
             elif stored and x < 0.3:
                 s = self.rng.choice(stored)

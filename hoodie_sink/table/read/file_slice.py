@@ -3,7 +3,10 @@
 The log scan follows Java 0.14's `AbstractHoodieLogRecordReader` (services doc §1.9): log files
 in slice order (version, then write token), blocks in file order; a block of an instant after
 the query instant, or of one not committed, is skipped; a rollback command block drops the
-earlier blocks of its target instant.  Records are then merged as Java's payloads do (§2.5):
+earlier blocks of its target instant.  Which instants count is one rule, `CommittedInstants`,
+for every fold of a slice's logs: reads, the writers' rewrites of a base file and their look-ups
+of stored values, compaction, clustering (docs/hudi/uncommitted-log-blocks.md).  Records are
+then merged as Java's payloads do (§2.5):
 
 - log records among themselves, in scan order: a data record replaces the earlier one of its key
   unless ordering is by event time (a precombine field and DefaultHoodieRecordPayload, or a table
@@ -21,7 +24,6 @@ the file group), never once per record.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,7 @@ from hoodie_sink.table.format.avro_rows import decode_block_content
 from hoodie_sink.table.format.file_group import FileSlice, LogFile
 from hoodie_sink.table.format.properties import COMMIT_TIME_STRATEGY, MERGER_STRATEGY_KEY, TableConfig
 from hoodie_sink.table.format.schema import META_COLUMNS
+from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.read.base_file import conform, read_base_file
 from hoodie_sink.table.storage import Storage
 
@@ -74,6 +77,25 @@ class MergeRule:
         return MergeRule(table.precombine_field, base_ordering=not commit_time)
 
 
+@dataclass(frozen=True)
+class CommittedInstants:
+    """The instants whose data and delete blocks a fold of a slice's logs counts: those completed on
+    `timeline` (or older than its first write: archived), and earlier than `before` when given (a
+    writer's or a service's own instant).  A block of a pending instant (a write that died before
+    its commit, or one still running) never counts, whoever folds the logs: a writer that rewrote
+    a base file from it would publish the dead write's records under its own commit, and they
+    would outlive the dead instant's rollback (docs/hudi/uncommitted-log-blocks.md).  Picklable
+    (a write's tasks carry it): pass a plain Timeline, not an ActiveTimeline."""
+
+    timeline: Timeline
+    before: str | None = None
+
+    def __call__(self, instant: str) -> bool:
+        if self.before is not None and instant >= self.before:
+            return False
+        return self.timeline.is_committed(instant)
+
+
 @dataclass
 class LogStats:
     """What a scan found (compaction reports it)."""
@@ -97,7 +119,7 @@ def read_file_slice(
     sl: FileSlice,
     schema: pa.Schema,
     rule: MergeRule,
-    committed: Callable[[str], bool],
+    committed: CommittedInstants,
     as_of: str | None = None,
     stats: LogStats | None = None,
 ) -> pa.Table:
@@ -117,7 +139,7 @@ def scan_logs(
     log_files: list[LogFile],
     schema: pa.Schema,
     rule: MergeRule,
-    committed: Callable[[str], bool],
+    committed: CommittedInstants,
     as_of: str | None = None,
     stats: LogStats | None = None,
 ) -> pa.Table | None:
@@ -149,7 +171,7 @@ def scan_logs(
 
 def _collect(
     block: log_format.LogBlock, blocks: list[_Block], schema: pa.Schema, rule: MergeRule,
-    committed: Callable[[str], bool], as_of: str | None, name: str, stats: LogStats | None,
+    committed: CommittedInstants, as_of: str | None, name: str, stats: LogStats | None,
 ) -> None:  # fmt: skip
     instant = block.header.get(log_format.INSTANT_TIME, "")
     if as_of is not None and instant > as_of:

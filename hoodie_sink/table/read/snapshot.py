@@ -39,7 +39,7 @@ from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
-from hoodie_sink.table.read.file_slice import MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, MergeRule, read_file_slice
 from hoodie_sink.table.read.retention import check_time_travel
 from hoodie_sink.table.storage import Storage, as_storage
 
@@ -108,7 +108,7 @@ class Snapshot:
         sl = parse_slice_ref(ref)
         # the merge needs the key, ordering and delete columns: read everything, then project
         rows = read_file_slice(
-            self.storage, sl, self.schema, self.merge_rule, self.timeline.is_committed, self.instant
+            self.storage, sl, self.schema, self.merge_rule, CommittedInstants(self.timeline), self.instant
         )
         return rows.select(columns) if columns is not None else rows
 

@@ -65,7 +65,7 @@ from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.read.base_file import read_base_file
-from hoodie_sink.table.read.file_slice import MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, MergeRule, read_file_slice
 from hoodie_sink.table.services.clustering_strategy import plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
@@ -204,8 +204,9 @@ def _read_slice(storage: Storage, s: InputSlice, schema: pa.Schema, job: Cluster
     sl = FileSlice(s.partition_path, s.file_id, base.instant if base else logs[0].base_instant, base, logs)
     timeline = Timeline.load(storage)
     table = read_table_config(storage)
-    return read_file_slice(storage, sl, schema, MergeRule.of_table(table),
-                           lambda ts: ts < job.instant and timeline.is_committed(ts))  # fmt: skip
+    return read_file_slice(
+        storage, sl, schema, MergeRule.of_table(table), CommittedInstants(timeline, job.instant)
+    )
 
 
 def with_logs(group: ClusteringGroup, logs: dict[tuple[str, str], tuple[str, ...]]) -> ClusteringGroup:

@@ -53,7 +53,7 @@ from hoodie_sink.table.format.timeline.instant import (
     parse_instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
-from hoodie_sink.table.read.file_slice import LogStats, MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, MergeRule, read_file_slice
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema, parquet_settings_of
@@ -211,9 +211,7 @@ def compact_operation(
     schema = file_schema(storage_schema(avro_to_arrow(json.loads(job.avro_schema))))
     timeline = Timeline.load(storage)
 
-    def committed(ts: str) -> bool:
-        return ts < job.instant and timeline.is_committed(ts)
-
+    committed = CommittedInstants(timeline, before=job.instant)
     scan = LogStats()
     rows = read_file_slice(storage, _slice_of(op), schema, job.rule, committed, stats=scan)
     if rows.num_rows == 0:

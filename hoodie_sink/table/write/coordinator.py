@@ -64,6 +64,7 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.conflicts import check_clustering_conflicts, check_concurrent_writes
 from hoodie_sink.table.write.context import (
@@ -119,6 +120,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
         avg_record_size=avg_size,
         clustering=clustering,
         log_slices=log_slices,
+        log_blocks=CommittedInstants(Timeline(timeline.instants), before=instant) if log_slices else None,
         table=table,
         instant=instant,
         action=action,

@@ -227,7 +227,9 @@ def _settle_with_compaction_scheduling(
     for _ in range(_RESTARTS):
         wait_while_compaction_is_scheduled(storage)
         timeline = ActiveTimeline.load(storage)
-        later = sorted(i.timestamp for i in timeline.instants if i.action == COMPACTION and i.timestamp > instant)
+        later = sorted(
+            i.timestamp for i in timeline.instants if i.action == COMPACTION and i.timestamp > instant
+        )
         if not later:
             return instant, timeline
         log.info("hoodie: %s %s on %s starts again after compaction %s, planned while it started",

@@ -144,7 +144,7 @@ def test_a_plan_waits_for_a_write_in_flight(tmp_path, monkeypatch):
 def test_a_write_waits_only_for_a_live_scheduler(tmp_path):
     """The fence reads the scheduler's lock as services/service_lock.py writes and renews it."""
     storage = Storage(str(tmp_path))
-    assert compaction_fence.SCHEDULING_LOCK_PATH == lock_path(compaction_fence.SCHEDULING_LOCK)
+    assert lock_path(compaction_fence.SCHEDULING_LOCK) == compaction_fence.SCHEDULING_LOCK_PATH
     assert compaction_fence.STALE_SECONDS == STALE_LOCK_SECONDS
     assert not compaction_fence._held(storage)
     with service_lock(storage, compaction_fence.SCHEDULING_LOCK, "test"):

@@ -6,12 +6,19 @@ compared with the model (what was written)."""
 
 from __future__ import annotations
 
+import json
+import os
+import random
+import subprocess
+import sys
 import threading
+import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 from hoodie_sink.table.format.heartbeat import Heartbeat
 from hoodie_sink.table.format.properties import read_table_config
-from hoodie_sink.table.format.timeline.instant import COMPACTION, DELTA_COMMIT, format_instant
+from hoodie_sink.table.format.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, format_instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.services import compaction
@@ -19,6 +26,8 @@ from hoodie_sink.table.services.service_lock import STALE_LOCK_SECONDS, lock_pat
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import compaction_fence, coordinator
 from tests.unit.services.test_compaction import Table
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _table(tmp_path) -> Table:
@@ -152,3 +161,60 @@ def test_a_write_waits_only_for_a_live_scheduler(tmp_path):
     assert not compaction_fence._held(storage)
     storage.write_atomic(compaction_fence.SCHEDULING_LOCK_PATH, b"1.0")  # left by a crash long ago
     compaction_fence.wait_while_compaction_is_scheduled(storage)  # returns at once
+
+
+_COMPACTOR = """
+import json, os, sys
+from hoodie_sink.table.services import compaction
+path, options, work = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+runs = 0
+while not os.path.exists(os.path.join(work, "stop")) and runs < 500:
+    compaction.run(path, options, force=True)
+    runs += 1
+    with open(os.path.join(work, "runs.tmp"), "w") as f:
+        f.write(str(runs))
+    os.replace(os.path.join(work, "runs.tmp"), os.path.join(work, "runs"))
+"""
+
+
+def test_a_compactor_process_beside_a_writer(tmp_path):
+    """`hoodie-sink compact` as a process of its own, compacting again and again while this process
+    upserts (single-writer mode, no lock provider).  After each write the writer waits for the
+    compactor to finish one more run, so that compactions happen all along; the compactor's next
+    run then races with the next write as the machine decides.  The end state is the model's."""
+    t = _table(tmp_path)
+    work = tmp_path / "compactor"
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    compactor = subprocess.Popen(
+        [sys.executable, "-c", _COMPACTOR, t.path, json.dumps(t.options), str(work)], env=env
+    )
+
+    def runs() -> int:
+        try:
+            return int((work / "runs").read_text())
+        except FileNotFoundError:
+            return 0
+
+    def wait_for_run_after(n: int) -> None:
+        deadline = time.monotonic() + 120
+        while runs() <= n:
+            assert compactor.poll() is None, "the compactor stopped"
+            assert time.monotonic() < deadline, "the compactor made no progress"
+            time.sleep(0.01)
+
+    try:
+        rng = random.Random(7)
+        wait_for_run_after(0)
+        for ts in range(3, 15):
+            before = runs()
+            t.write(rng.sample(range(40), 12), ts)
+            wait_for_run_after(before)
+    finally:
+        (work / "stop").touch()
+        assert compactor.wait(120) == 0
+    assert _ours(t) == _model(t)
+    compaction.run(t.path, t.config)  # whatever the compactor left pending, then the rest
+    assert len(_completed(t.path, COMMIT)) >= 4
+    assert _ours(t) == _model(t)
+    t.check()

@@ -204,6 +204,12 @@ def read_blocks(data: bytes, name: str = "log file") -> Iterator[LogBlock]:
         pos = end
 
 
+def block_instants(data: bytes, name: str = "log file") -> list[str]:
+    """The INSTANT_TIME header of every block of a log file, in order (what a rollback needs to
+    tell which instant wrote it: the file name carries only its slice's base instant)."""
+    return [b.header.get(INSTANT_TIME, "") for b in read_blocks(data, name)]
+
+
 def avro_records(block: LogBlock, reader_schema: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The records of an AVRO_DATA block, decoded with its SCHEMA header as writer schema."""
     if block.block_type != AVRO_DATA_BLOCK:

@@ -17,6 +17,8 @@ deleted.
 
 from __future__ import annotations
 
+import random
+
 import pyarrow as pa
 import pytest
 
@@ -263,4 +265,46 @@ def test_restore_undoes_the_compactions_after_the_savepoint(tmp_path, state):
     assert done.instant > savepoint and done.file_groups
     t.check()
     t.write([1, 7], 6)
+    t.check()
+
+
+# ------------------------------------------------------------------------------ random, model-checked
+
+ARCHIVING = {
+    "hoodie.keep.min.commits": "2",
+    "hoodie.keep.max.commits": "3",
+    "hoodie.cleaner.commits.retained": "1",
+}
+
+
+def random_rounds(t: Mor, rng: random.Random, rounds: range, compactions: str, **options: str) -> None:
+    """Upserts (updates of older slices and inserts), deletes, and compactions: `compactions` is
+    "leave" (scheduled, some executed, some left pending) or "run" (each executed at once)."""
+    cfg = WriteConfig.from_options({**t.options, **options}, path=t.path)
+    for r in rounds:
+        x = rng.random()
+        if x < 0.2 and t.rows:
+            t.write(rng.sample(sorted(t.rows), min(3, len(t.rows))), r, "delete", **options)
+        elif x < 0.35:
+            c = compaction.schedule(t.storage, cfg, force=True)
+            if c is not None and (compactions == "run" or rng.random() < 0.5):
+                compaction.execute(t.storage, c, cfg)
+        else:
+            t.write(rng.sample(range(24), 6), r, **options)
+
+
+@pytest.mark.parametrize("index", ["BLOOM", "GLOBAL_BLOOM"])
+@pytest.mark.parametrize("seed", range(2))
+def test_random_merge_on_read_writes_restored_then_carried_on(tmp_path, index, seed):
+    rng = random.Random(seed)
+    t = Mor(tmp_path / "t", **{"hoodie.index.type": index})
+    t.write(range(12), 0)
+    random_rounds(t, rng, range(1, 7), "run")
+    savepoint = t.restore_after(lambda: random_rounds(t, rng, range(100, 110), "leave"))
+    assert not Timeline.load(t.storage).pending()
+    random_rounds(t, rng, range(200, 208), "run")
+    t.check()
+    sp.delete_savepoint(t.path, savepoint)
+    random_rounds(t, rng, range(300, 310), "run", **ARCHIVING)  # archival moves past the restore
+    assert Timeline.load(t.storage).earliest_write_instant_time() > savepoint
     t.check()

@@ -20,7 +20,7 @@ from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile, join_partition
 from hoodie_sink.table.format.heartbeat import HEARTBEAT_DIR, clustering_runner_gone, is_alive, stop_heartbeat
-from hoodie_sink.table.format.log_format import CorruptLogBlock, block_instants
+from hoodie_sink.table.format.log_format import block_instants
 from hoodie_sink.table.format.markers import APPEND, delete_markers, list_marked_files, marker_dir
 from hoodie_sink.table.format.rollback_metadata import (
     RollbackPlan,
@@ -93,27 +93,23 @@ def _appended_logs(storage: Storage, instant: str, marked: str) -> list[str]:
     append on HDFS) cannot be deleted and is refused."""
     part, name = posixpath.split(marked)
     bf = BaseFile.parse(part, name)
-    logs: list[tuple[str, str]] = []
+    named = LogFile.parse(part, name) if bf is None else None  # a marker naming the log (1.x)
     if bf is not None:
-        logs = [(bf.file_id, bf.instant)]
+        slice_id = (bf.file_id, bf.instant)
+    elif named is not None:
+        slice_id = (named.file_id, named.base_instant)
     else:
-        lf = LogFile.parse(part, name)  # a marker naming the log itself (newer writers)
-        if lf is None:
-            return []
-        logs = [(lf.file_id, lf.base_instant)]
+        return []
     out = []
     for log_name in storage.list_names(part):
         lf = LogFile.parse(part, log_name)
-        if lf is None or (lf.file_id, lf.base_instant) not in logs:
+        if lf is None or (lf.file_id, lf.base_instant) != slice_id:
             continue
         rel = join_partition(part, log_name)
-        try:
-            instants = block_instants(storage.read_bytes(rel), rel)
-        except CorruptLogBlock:
-            instants = None  # a block cut short by the crash: whose it is cannot be told from it
-        if instants is not None and instant not in instants:
-            continue
-        if instants is None or set(instants) != {instant}:
+        instants, damaged = block_instants(storage.read_bytes(rel), rel)
+        if instant not in instants and not (damaged and not instants):
+            continue  # another write's file (a damaged tail after its blocks is that write's)
+        if set(instants) != {instant}:  # mixed, or damaged from its first block: whose is it?
             raise HoodieTableError(
                 f"Cannot roll back pending instant {instant} on {storage.base_uri}: the log file {rel} it "
                 "appended to holds blocks of other instants (or a damaged block), and rolling back "

@@ -18,6 +18,7 @@ deleted.
 from __future__ import annotations
 
 import random
+import struct
 
 import pyarrow as pa
 import pytest
@@ -177,7 +178,7 @@ def test_a_restore_that_died_after_planning_a_rollback_finishes_it(tmp_path, mon
 CRASHED = "20300101000000000"  # newer than anything the tests write
 
 
-def java_crashed_append(t: Mor, partition: str, blocks_of: list[str]) -> tuple[str, str]:
+def java_crashed_append(t: Mor, partition: str, blocks_of: list[str], tail: bytes = b"") -> tuple[str, str]:
     """A Java deltacommit that died after appending to the latest slice of a file group in
     `partition`: a new log version holding blocks with INSTANT_TIME `blocks_of`, and Java 0.15's
     APPEND marker, named like the slice's base file (format doc §8).  (log path, base file path)."""
@@ -194,7 +195,7 @@ def java_crashed_append(t: Mor, partition: str, blocks_of: list[str]) -> tuple[s
     body = b"".join(
         log_format.encode_block(log_format.avro_data_block(schema, [{"x": 1}], i)) for i in blocks_of
     )
-    storage.write_bytes(log, body)
+    storage.write_bytes(log, body + tail)
     store = TimelineStore(storage)
     storage.write_bytes(store.path(Instant(CRASHED, DELTA_COMMIT, "requested")), b"")
     storage.write_bytes(store.path(Instant(CRASHED, DELTA_COMMIT, "inflight")), b"")
@@ -202,10 +203,19 @@ def java_crashed_append(t: Mor, partition: str, blocks_of: list[str]) -> tuple[s
     return log, base
 
 
-def test_rollback_of_a_crashed_java_append_deletes_the_log_it_wrote_in_an_older_slice(tmp_path):
+# the crash may cut the file inside its last block (a length past the end, or the length itself)
+DAMAGED_TAILS = {
+    "whole": b"",
+    "cut_block": b"#HUDI#" + struct.pack(">q", 1000) + b"\0" * 10,
+    "cut_length": b"#HUDI#\0",
+}
+
+
+@pytest.mark.parametrize("tail", DAMAGED_TAILS.values(), ids=DAMAGED_TAILS.keys())
+def test_rollback_of_a_crashed_java_append_deletes_the_log_it_wrote_in_an_older_slice(tmp_path, tail):
     t = Mor(tmp_path / "t")
     t.write(range(6), 1)
-    log, base = java_crashed_append(t, "b", [CRASHED])
+    log, base = java_crashed_append(t, "b", [CRASHED], tail)
     rolled = rollback_failed_writes(t.storage, ActiveTimeline.load(t.storage))
     assert [i.timestamp for i in rolled] == [CRASHED]
     assert not t.storage.exists(log) and t.storage.exists(base)

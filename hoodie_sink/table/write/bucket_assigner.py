@@ -78,7 +78,18 @@ class BucketAssigner:
                         "find its keys. It was written by another index or a bulk_insert/insert/append without "
                         "the bucket index. Help: keep writing this table with its original index type."
                     ) from e
-                self.buckets_by_partition.setdefault(bf.partition_path, {})[bucket] = bf.file_id
+                known = self.buckets_by_partition.setdefault(bf.partition_path, {})
+                if known.get(bucket, bf.file_id) != bf.file_id:
+                    # two file groups in one bucket (Java's bulk_insert of the same bucket twice):
+                    # a key may be in either, so writing to one would leave the other's copy stale.
+                    # Java refuses too (HoodieSimpleBucketIndex; docs/hudi/duplicate-keys.md).
+                    raise HoodieTableError(
+                        f"Partition '{bf.partition_path}' of {ctx.config.path} has two file groups in hash "
+                        f"bucket {bucket} ({known[bucket]} and {bf.file_id}): the BUCKET index cannot tell "
+                        "which holds a key. Help: roll back the write that added the second one (Apache "
+                        "Hudi's rollback_to_instant procedure)."
+                    )
+                known[bucket] = bf.file_id
 
     # -- keyed writes (upsert, delete) ---------------------------------------------------
     def assign(self, changes: pa.Table, tags, stored_ordering: StoredOrdering | None = None) -> Assignment:

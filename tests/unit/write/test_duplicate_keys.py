@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
+from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.services.validation import validate_table
 from tests.support.tables import assert_table_matches
 
@@ -121,3 +122,17 @@ def test_validate_reports_stored_duplicates(tmp_path):
     found = validate_table(str(path))
     assert [(v.check, v.subject) for v in found] == [("duplicate-key", "1")]
     assert "bulk_insert" in found[0].detail  # says where such duplicates come from
+
+
+def test_bucket_index_refuses_two_file_groups_in_one_bucket(tmp_path):
+    """Java's bulk_insert into a BUCKET table can add a second file group to a bucket (ours refuses
+    bulk_insert there); an upsert would then change one copy of a key only: refused, as Java does."""
+    path = tmp_path / "t"
+    opts = _opts("COPY_ON_WRITE", "BUCKET", **{"hoodie.bucket.index.num.buckets": "2"})
+    _write(path, _rows((1, "a", 1.0, 1), (2, "a", 3.0, 1)), opts, "upsert")
+    victim = next((path / "a").glob("*.parquet"))
+    fid = victim.name.split("_")[0]
+    twin = victim.with_name(victim.name.replace(fid, fid[:8] + "-dupd-0000-0000-000000000000-0"))
+    twin.write_bytes(victim.read_bytes())
+    with pytest.raises(HoodieTableError, match=r"two file groups in hash bucket \d .*rollback_to_instant"):
+        _write(path, _rows((1, "a", 9.0, 5)), opts, "upsert")

@@ -36,7 +36,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("table_type,index,layout,move", CASES)
-def test_our_upsert_and_delete_of_keys_java_stored_twice(java_hudi, tmp_path, table_type, index, layout, move):
+def test_our_upsert_and_delete_of_keys_java_stored_twice(
+    java_hudi, tmp_path, table_type, index, layout, move
+):
     opts = {
         "hoodie.table.name": "dups",
         "hoodie.datasource.write.recordkey.field": "id",

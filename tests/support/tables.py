@@ -63,8 +63,15 @@ def hudi_rs_timeline(path: str | Path):
 
 
 def sort_by_key(t: pa.Table, key: str = "_hoodie_record_key") -> pa.Table:
-    # commit time and sequence number break ties between copies of a key (append keeps duplicates)
-    order = (key, "_hoodie_partition_path", "_hoodie_commit_time", "_hoodie_commit_seqno")
+    # commit time, sequence number and file break ties between copies of a key (append, insert and
+    # bulk_insert keep duplicates; copies in two file groups updated by one task share a seqno)
+    order = (
+        key,
+        "_hoodie_partition_path",
+        "_hoodie_commit_time",
+        "_hoodie_commit_seqno",
+        "_hoodie_file_name",
+    )
     keys = [(c, "ascending") for c in order if c in t.column_names]
     if not keys:  # a virtual-key table reads without meta columns: every sortable column
         keys = [(f.name, "ascending") for f in t.schema if not pa.types.is_nested(f.type)]

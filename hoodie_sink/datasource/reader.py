@@ -76,7 +76,9 @@ class HoodieReader(DataSourceReader):
 
     def _open(self, timeline=None) -> Snapshot:
         cfg = self.config
-        return Snapshot.open(cfg.storage(), cfg.as_of_instant, cfg.read_optimized, timeline=timeline)
+        return Snapshot.open(
+            cfg.storage(), cfg.as_of_instant, cfg.read_optimized, timeline=timeline, skip_merge=cfg.skip_merge
+        )
 
     def read(self, partition: InputPartition):
         if partition is None or not getattr(partition, "value", None):

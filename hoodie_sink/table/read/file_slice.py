@@ -122,12 +122,18 @@ def read_file_slice(
     committed: CommittedInstants,
     as_of: str | None = None,
     stats: LogStats | None = None,
+    skip_merge: bool = False,
 ) -> pa.Table:
-    """The merged rows of `sl` at `schema` (meta + data columns, as the snapshot's schema)."""
+    """The merged rows of `sl` at `schema` (meta + data columns, as the snapshot's schema).
+    `skip_merge` (Hudi's merge.type=skip_merge): the base rows, then the log records merged among
+    themselves (deletes dropped), the two never merged: a key updated in the logs appears twice."""
     base = read_base_file(storage, sl.base_file.path, schema) if sl.base_file is not None else None
     if not sl.log_files:
         return base if base is not None else schema.empty_table()
     merged = scan_logs(storage, sl.log_files, schema, rule, committed, as_of, stats)
+    if skip_merge:
+        logs = merge_with_base(None, merged, schema, rule)
+        return pa.concat_tables([base, logs.cast(base.schema)]) if base is not None else logs
     return merge_with_base(base, merged, schema, rule)
 
 

@@ -152,6 +152,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.sink.write.allow.null.array.elements", "allow_null_array_elements", _bool,
            doc="Accept null elements in list columns, which Apache Hudi 0.14/0.15's merge cannot rewrite "
                "(refused by default: only for tables no Java writer upserts into)."),
+    Option("hoodie.sink.write.allow.ambiguous.complex.keys", "allow_ambiguous_complex_keys", _bool,
+           doc="Accept record key values containing ',' (or spelled __null__ / __empty__) in a complex "
+               "(several-field) record key, whose Hudi encoding 'f1:v1,f2:v2' can then give two different "
+               "rows one key (refused by default: only for tables that need Hudi's ambiguous encoding)."),
     Option("hoodie.write.set.null.for.missing.columns", "set_null_for_missing_columns", _bool,
            doc="A table column that the input lacks is written as null (it must be nullable)."),
     Option("hoodie.datasource.write.operation", "operation",
@@ -468,6 +472,7 @@ class WriteConfig:
     payload_class: str | None = None  # None: derived when the table is opened (see resolve_payload)
     set_null_for_missing_columns: bool = False
     allow_null_array_elements: bool = False
+    allow_ambiguous_complex_keys: bool = False
     operation: str = "upsert"
     table_type: str = COPY_ON_WRITE  # hoodie.properties' spelling
     hive_style: bool = False

@@ -10,7 +10,8 @@ then merged as Java's payloads do (§2.5):
 
 - log records among themselves, in scan order: a data record replaces the earlier one of its key
   unless ordering is by event time (a precombine field and DefaultHoodieRecordPayload, or a table
-  whose payload compares ordering values) and the earlier value is strictly greater; a data record
+  whose payload compares ordering values) and the earlier value is strictly greater (a null
+  ordering value being the smallest, as Java's merge takes it: docs/hudi/null-ordering.md); a data record
   after a delete always wins (Java: "natural order for delete record"); a delete wins unless it
   carries an ordering value and the earlier record's value is strictly greater;
 - the merged log record against the base row: a delete removes it; a data record replaces it
@@ -257,6 +258,14 @@ def _bools(a) -> np.ndarray:
     return np.asarray(pc.fill_null(a, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _strictly_greater(a, b) -> np.ndarray:
+    """a > b, a null ordering value being smaller than any other, as Java's merge takes it: any
+    incoming record replaces a stored one without an ordering value (docs/hudi/null-ordering.md;
+    our writers store none in merge-on-read tables, other writers may).  Two nulls tie: the later
+    record wins.  hudi-rs 0.5.0 reads a stored null as 0, which differs for negative values only."""
+    return _bools(pc.greater(a, b)) | (_bools(pc.is_valid(a)) & _bools(pc.is_null(b)))
+
+
 def _fold(state: pa.Table | None, incoming: pa.Table, rule: MergeRule) -> pa.Table:
     """Merge a block's records into the state (one record per key), in scan order."""
     for batch in _rounds(incoming):
@@ -290,7 +299,7 @@ def _fold_unique(state: pa.Table, incoming: pa.Table, rule: MergeRule) -> pa.Tab
         prior = state.take(pa.array(at))
         prior_del = _bools(prior.column(_DEL))
         new_del = _bools(incoming.column(_DEL))
-        prior_greater = _bools(pc.greater(prior.column(_ORD), incoming.column(_ORD)))
+        prior_greater = _strictly_greater(prior.column(_ORD), incoming.column(_ORD))
         # data after a delete: natural order; a delete without ordering value (null): natural order
         new_natural = ~_bools(pc.is_valid(incoming.column(_ORD))) & new_del
         wins = prior_del | new_natural | ~prior_greater
@@ -324,7 +333,7 @@ def merge_with_base(
         # a log delete always removes the base row (Java: an empty payload deletes); a log data
         # record loses to a base row whose ordering value is strictly greater
         stored = base.column(rule.ordering_field)
-        base_greater = _bools(pc.greater(stored, logs.column(_ORD).take(pa.array(at))))
+        base_greater = _strictly_greater(stored, logs.column(_ORD).take(pa.array(at)))
         explicit_delete = _bools(logs.column(_DEL))[at]
         log_wins &= ~(base_greater & ~explicit_delete)
     drop = log_wins & log_del[at]

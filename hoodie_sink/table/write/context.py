@@ -7,7 +7,7 @@ pickling.  Tasks return TaskResults, the commit messages the coordinator complet
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -117,7 +117,10 @@ def keygen_for(ctx: WriteContext) -> KeyGenerator:
 def stored_keygen(ctx: WriteContext) -> KeyGenerator | None:
     """The key generator that gives the keys of stored rows in a virtual-key table
     (hoodie.populate.meta.fields=false, format/virtual_keys.py); None where files store them."""
-    return None if ctx.config.populate_meta_fields else keygen_for(ctx)
+    if ctx.config.populate_meta_fields:
+        return None
+    # stored rows are what they are: their keys are derived as Java derives them, ambiguous or not
+    return KeyGenerator(replace(keygen_config_of(ctx.config), allow_ambiguous_keys=True))
 
 
 def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
@@ -145,6 +148,7 @@ def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
         output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
         timezone=cfg.ts_timezone or "UTC",
         keyless=not cfg.record_key_fields,
+        allow_ambiguous_keys=cfg.allow_ambiguous_complex_keys,
     )
 
 

@@ -679,7 +679,8 @@ class WriteConfig:
 
     def check_bucket_operation(self, table_says: bool = False) -> None:
         """Operations that write new file groups without hashing keys into buckets are refused on
-        a BUCKET index (`table_says`: the index type comes from the table's hoodie.properties)."""
+        a BUCKET index (`table_says`: the index type comes from the table's hoodie.properties;
+        docs/hudi/bucket-layout.md)."""
         if self.index_type != "bucket" or self.operation not in BUCKETLESS_OPERATIONS:
             return
         whose = (

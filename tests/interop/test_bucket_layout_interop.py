@@ -29,7 +29,11 @@ BASE = {
     "hoodie.datasource.write.precombine.field": "ts",
 }
 BUCKET3 = {**BASE, "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "3"}
-LAYOUT = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "3", "hoodie.bucket.index.hash.field": "id"}
+LAYOUT = {
+    "hoodie.index.type": "BUCKET",
+    "hoodie.bucket.index.num.buckets": "3",
+    "hoodie.bucket.index.hash.field": "id",
+}
 CITIES = ("sf", "nyc")
 
 
@@ -77,7 +81,9 @@ def test_java_keeps_and_follows_the_layout_we_record(java_hudi, tmp_path):
 
     java = {"hoodie.metadata.enable": "false"}
     # Java's BUCKET upsert naming no bucket count takes the table's 3 from hoodie.properties
-    theirs(java_hudi, path, model.upsert(rows(range(30, 50), 3)), {**BASE, **java, "hoodie.index.type": "BUCKET"})
+    theirs(
+        java_hudi, path, model.upsert(rows(range(30, 50), 3)), {**BASE, **java, "hoodie.index.type": "BUCKET"}
+    )
     theirs(java_hudi, path, model.upsert(rows(range(0, 60, 4), 4)), {**BUCKET3, **java})
     assert_readers_agree(java_hudi.read(path), path, list(model.by_key.values()))
     assert_in_buckets(path, 3)
@@ -100,7 +106,10 @@ def test_we_check_then_record_the_layout_of_a_java_bucket_table(java_local, tmp_
         theirs(java_local, path, model.upsert(rows(range(30, 50), 2)), BUCKET3)
         assert not set(LAYOUT) & set(java_local.call("properties", path=str(path)))
 
-        for wrong in ({**BUCKET3, "hoodie.bucket.index.num.buckets": "5"}, {**BASE, "hoodie.index.type": "BUCKET"}):
+        for wrong in (
+            {**BUCKET3, "hoodie.bucket.index.num.buckets": "5"},
+            {**BASE, "hoodie.index.type": "BUCKET"},
+        ):
             with pytest.raises(HoodieConfigError, match="do not match"):
                 ours(path, rows(range(10), 3), wrong)
         assert_readers_agree(java_local.read(path), path, list(model.by_key.values()))

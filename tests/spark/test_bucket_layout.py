@@ -34,7 +34,9 @@ def test_spark_writes_keep_the_bucket_layout_of_the_table(spark, tmp_path):
 
     write(rows(range(20), 1), BUCKET2)
     # no num.buckets (the default 4 inserted stored keys again), then no index option at all
-    write(rows(range(10, 30), 2), {k: v for k, v in BUCKET2.items() if k != "hoodie.bucket.index.num.buckets"})
+    write(
+        rows(range(10, 30), 2), {k: v for k, v in BUCKET2.items() if k != "hoodie.bucket.index.num.buckets"}
+    )
     write(rows(range(25, 40), 3), BASE)
     assert_table_matches(path, list(model.values()))
     assert_keys_in_their_buckets(path, 2, ["id"])

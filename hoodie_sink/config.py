@@ -123,6 +123,8 @@ OPERATIONS = (
 )  # fmt: skip
 IMPLEMENTED_OPERATIONS = OPERATIONS
 KEYED_OPERATIONS = ("upsert", "delete")  # tagged against the index, merged into file groups
+# operations that write new file groups without hashing keys into the BUCKET index's buckets
+BUCKETLESS_OPERATIONS = ("insert", "bulk_insert", "append", "insert_overwrite", "insert_overwrite_table")
 
 
 @dataclass(frozen=True)
@@ -650,12 +652,7 @@ class WriteConfig:
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
                 f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
             )
-        if self.index_type == "bucket" and self.operation in ("insert", "bulk_insert", "append"):
-            raise HoodieConfigError(
-                f"Option 'hoodie.datasource.write.operation'='{self.operation}' with 'hoodie.index.type'='BUCKET' "
-                "is not supported: it would write file groups outside the hash buckets, which the bucket index "
-                "can never find. Help: write with operation 'upsert' (new keys are inserted into their bucket)."
-            )
+        self.check_bucket_operation()
         if self.max_file_size < 1024:
             raise HoodieConfigError(
                 f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}."
@@ -684,6 +681,24 @@ class WriteConfig:
                 f"Option 'hoodie.table.name'='{self.table_name}' is not a valid name (letters, digits, '_')."
             )
         return self
+
+    def check_bucket_operation(self, table_says: bool = False) -> None:
+        """Operations that write new file groups without hashing keys into buckets are refused on
+        a BUCKET index (`table_says`: the index type comes from the table's hoodie.properties;
+        docs/hudi/bucket-layout.md)."""
+        if self.index_type != "bucket" or self.operation not in BUCKETLESS_OPERATIONS:
+            return
+        whose = (
+            f"on the table at {self.path}, whose hoodie.properties records 'hoodie.index.type'='BUCKET'"
+            if table_says
+            else "with 'hoodie.index.type'='BUCKET'"
+        )
+        raise HoodieConfigError(
+            f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported {whose}: it would "
+            "write file groups outside the hash buckets, which the bucket index can never find (later upserts "
+            "would insert the same keys again or fail). Help: write with operation 'upsert' (new keys are "
+            "inserted into their bucket); to replace the data, delete the old keys, or write a new table."
+        )
 
     def _validate_services(self) -> None:
         # Java's HoodieWriteConfig.validate: archiving commits the cleaner still retains would let

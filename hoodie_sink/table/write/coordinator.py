@@ -66,6 +66,7 @@ from hoodie_sink.table.format.timeline.instant import (
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
 from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_scheduled
 from hoodie_sink.table.write.conflicts import check_clustering_conflicts, check_concurrent_writes
 from hoodie_sink.table.write.context import (
@@ -108,6 +109,8 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     else:
         _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
+    if exists:  # a BUCKET write into a table that does not record its bucket layout
+        table = settle_bucket_layout(storage, cfg, table, timeline)
     existing = latest_schema(storage, timeline, table) if exists else None
     data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
     action = _action_of(cfg, table)

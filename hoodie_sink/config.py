@@ -534,7 +534,9 @@ class WriteConfig:
     heartbeat_interval_ms: int = 60_000
     heartbeat_misses: int = 2
     index_type: str = "bloom"
-    update_partition_path: bool = False
+    # Hudi 0.14+ moves a GLOBAL_BLOOM key whose partition value changed unless told otherwise
+    # (HoodieIndexConfig.BLOOM_INDEX_UPDATE_PARTITION_PATH_ENABLE, default true; docs/hudi/duplicate-keys.md)
+    update_partition_path: bool = True
     num_buckets: int = 4
     bucket_hash_fields: tuple[str, ...] = ()
     record_size_estimate: int = 1024

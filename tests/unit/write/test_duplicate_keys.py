@@ -61,7 +61,7 @@ LAYOUTS = [
 @pytest.mark.parametrize("table_type,index,layout", LAYOUTS)
 def test_upsert_changes_every_copy_and_delete_removes_every_copy(tmp_path, table_type, index, layout):
     path = tmp_path / "t"
-    opts = _opts(table_type, index)
+    opts = _opts(table_type, index, **{"hoodie.bloom.index.update.partition.path": "false"})
     stored = _store_duplicates(path, opts, layout)
     assert_table_matches(path, stored)  # bulk_insert keeps both copies of key 1
 

@@ -75,7 +75,8 @@ def read(path: str, options: dict | None = None, **kwargs):
             return read_incremental(target, cfg.begin_instant, cfg.end_instant,
                                     fallback_full_scan=cfg.fallback_full_scan, path_glob=cfg.path_glob,
                                     **kwargs)  # fmt: skip
-        kwargs = {"as_of": cfg.as_of_instant, "read_optimized": cfg.read_optimized, **kwargs}
+        kwargs = {"as_of": cfg.as_of_instant, "read_optimized": cfg.read_optimized,
+                  "skip_merge": cfg.skip_merge, **kwargs}  # fmt: skip
         return read_snapshot(target, **kwargs)
     return read_snapshot(path, **kwargs)
 

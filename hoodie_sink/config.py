@@ -123,6 +123,8 @@ OPERATIONS = (
 )  # fmt: skip
 IMPLEMENTED_OPERATIONS = OPERATIONS
 KEYED_OPERATIONS = ("upsert", "delete")  # tagged against the index, merged into file groups
+# operations that write new file groups without hashing keys into the BUCKET index's buckets
+BUCKETLESS_OPERATIONS = ("insert", "bulk_insert", "append", "insert_overwrite", "insert_overwrite_table")
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.sink.write.allow.null.array.elements", "allow_null_array_elements", _bool,
            doc="Accept null elements in list columns, which Apache Hudi 0.14/0.15's merge cannot rewrite "
                "(refused by default: only for tables no Java writer upserts into)."),
+    Option("hoodie.sink.write.allow.ambiguous.complex.keys", "allow_ambiguous_complex_keys", _bool,
+           doc="Accept record key values containing ',' (or spelled __null__ / __empty__) in a complex "
+               "(several-field) record key, whose Hudi encoding 'f1:v1,f2:v2' can then give two different "
+               "rows one key (refused by default: only for tables that need Hudi's ambiguous encoding)."),
     Option("hoodie.write.set.null.for.missing.columns", "set_null_for_missing_columns", _bool,
            doc="A table column that the input lacks is written as null (it must be nullable)."),
     Option("hoodie.datasource.write.operation", "operation",
@@ -468,6 +474,7 @@ class WriteConfig:
     payload_class: str | None = None  # None: derived when the table is opened (see resolve_payload)
     set_null_for_missing_columns: bool = False
     allow_null_array_elements: bool = False
+    allow_ambiguous_complex_keys: bool = False
     operation: str = "upsert"
     table_type: str = COPY_ON_WRITE  # hoodie.properties' spelling
     hive_style: bool = False
@@ -527,7 +534,9 @@ class WriteConfig:
     heartbeat_interval_ms: int = 60_000
     heartbeat_misses: int = 2
     index_type: str = "bloom"
-    update_partition_path: bool = False
+    # Hudi 0.14+ moves a GLOBAL_BLOOM key whose partition value changed unless told otherwise
+    # (HoodieIndexConfig.BLOOM_INDEX_UPDATE_PARTITION_PATH_ENABLE, default true; docs/hudi/duplicate-keys.md)
+    update_partition_path: bool = True
     num_buckets: int = 4
     bucket_hash_fields: tuple[str, ...] = ()
     record_size_estimate: int = 1024
@@ -645,12 +654,7 @@ class WriteConfig:
                 f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
                 f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
             )
-        if self.index_type == "bucket" and self.operation in ("insert", "bulk_insert", "append"):
-            raise HoodieConfigError(
-                f"Option 'hoodie.datasource.write.operation'='{self.operation}' with 'hoodie.index.type'='BUCKET' "
-                "is not supported: it would write file groups outside the hash buckets, which the bucket index "
-                "can never find. Help: write with operation 'upsert' (new keys are inserted into their bucket)."
-            )
+        self.check_bucket_operation()
         if self.max_file_size < 1024:
             raise HoodieConfigError(
                 f"Option 'hoodie.parquet.max.file.size' is too small: {self.max_file_size}."
@@ -679,6 +683,24 @@ class WriteConfig:
                 f"Option 'hoodie.table.name'='{self.table_name}' is not a valid name (letters, digits, '_')."
             )
         return self
+
+    def check_bucket_operation(self, table_says: bool = False) -> None:
+        """Operations that write new file groups without hashing keys into buckets are refused on
+        a BUCKET index (`table_says`: the index type comes from the table's hoodie.properties;
+        docs/hudi/bucket-layout.md)."""
+        if self.index_type != "bucket" or self.operation not in BUCKETLESS_OPERATIONS:
+            return
+        whose = (
+            f"on the table at {self.path}, whose hoodie.properties records 'hoodie.index.type'='BUCKET'"
+            if table_says
+            else "with 'hoodie.index.type'='BUCKET'"
+        )
+        raise HoodieConfigError(
+            f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported {whose}: it would "
+            "write file groups outside the hash buckets, which the bucket index can never find (later upserts "
+            "would insert the same keys again or fail). Help: write with operation 'upsert' (new keys are "
+            "inserted into their bucket); to replace the data, delete the old keys, or write a new table."
+        )
 
     def _validate_services(self) -> None:
         # Java's HoodieWriteConfig.validate: archiving commits the cleaner still retains would let

@@ -16,9 +16,14 @@ never answered with a snapshot in disguise:
   reads, and the batch-only options (`as.of.instant`, begin / end instants, read_optimized) in
   streaming ones.
 * `as.of.instant` (Hudi's key for time travel): the formats Hudi's `formatQueryInstant` accepts.
+* `hoodie.datasource.merge.type`: `payload_combine` (default) or `skip_merge` (a merge-on-read
+  snapshot returns each file slice's base rows and its merged log records without merging the
+  two, as Hudi's SkipMergeIterator; snapshot and read-optimized queries only).
+* refused: `hoodie.datasource.read.paths`, `hoodie.schema.on.read.enable=true` (each would
+  change the answer; not built).
 * an unknown `hoodie.*` key is an error with a suggestion.  Write options are accepted and
   ignored (users reuse one options dict for `df.write` and `spark.read`, and a SQL view's
-  OPTIONS serve both), as are Hudi's read-tuning options that change no answer.
+  OPTIONS serve both), as are Hudi's read-tuning options that change no answer (`_READ_TUNING`).
 """
 
 from __future__ import annotations
@@ -57,15 +62,31 @@ _INCREMENTAL_ONLY = (
     "hoodie.datasource.read.incr.", "hoodie.datasource.read.schema.use.end.instanttime",
     "hoodie.datasource.read.streaming.", "hoodie.datasource.streaming.",
 )  # fmt: skip
-# Hudi read options that only tune how Hudi's JVM reader finds files; the answer is the same.
+MERGE_TYPE = "hoodie.datasource.merge.type"
+PAYLOAD_COMBINE, SKIP_MERGE = "payload_combine", "skip_merge"  # merge types
+READ_PATHS = "hoodie.datasource.read.paths"
+SCHEMA_ON_READ = "hoodie.schema.on.read.enable"
+# Hudi read options that only tune how Hudi's JVM reader finds and reads files, accepted and
+# ignored because none can change an answer (docs/hudi/read-options.md):
+# * hoodie.enable.data.skipping: Hudi then skips files by its column statistics index, only those
+#   that hold no row matching the query's filters, which Spark still applies to every row;
+# * hoodie.file.index.*, hoodie.datasource.read.file.index.*: how Hudi's file index lists
+#   partitions and files (listing mode, parallelism), not which file slices a snapshot has;
+# * hoodie.datasource.read.use.new.parquet.file.format: which of Hudi's Spark readers runs.
 _READ_TUNING = (
     "hoodie.enable.data.skipping", "hoodie.file.index.", "hoodie.datasource.read.file.index.",
-    "hoodie.datasource.merge.type", "hoodie.datasource.read.use.new.parquet.file.format",
-    "hoodie.datasource.read.paths", "hoodie.datasource.read.fast.bootstrap.", "hoodie.schema.on.read.enable",
+    "hoodie.datasource.read.use.new.parquet.file.format",
 )  # fmt: skip
+# Read options that would change an answer and are not built: refused, with the reason.
+_REFUSED = {
+    READ_PATHS: "hoodie_sink reads a table from its base path (every latest file slice), not named files. Help: "
+    "load the table's base path and filter rows (e.g. on the partition column or _hoodie_file_name).",
+}
 _KNOWN_READ_KEYS = (
     QUERY_TYPE,
     AS_OF_INSTANT,
+    MERGE_TYPE,
+    SCHEMA_ON_READ,
     INCREMENTAL_FORMAT,
     EXTRACT_PARTITION_VALUES,
     *_INCREMENTAL_KEYS,
@@ -92,6 +113,8 @@ class ReadConfig:
     fallback_full_scan: bool = False
     path_glob: str | None = None
     incremental_format: str = LATEST_STATE  # cdc: the change feed (table/read/cdc.py)
+    # merge.type=skip_merge: a merge-on-read snapshot returns base rows and log records unmerged
+    skip_merge: bool = False
     # streaming reads
     streaming: bool = False
     start_offset: str = "earliest"
@@ -123,6 +146,9 @@ class ReadConfig:
         for key, _value in raw.items():
             if key in _KNOWN_READ_KEYS or not key.startswith("hoodie."):
                 continue
+            refused = next((why for k, why in _REFUSED.items() if key.startswith(k)), None)
+            if refused:
+                raise HoodieConfigError(f"Option '{key}' is not supported: {refused}")
             if key.startswith(_INCREMENTAL_ONLY):
                 raise HoodieConfigError(
                     f"Option '{key}' is not supported yet (hoodie_sink's incremental queries take "
@@ -150,8 +176,14 @@ class ReadConfig:
                 f"Option '{EXTRACT_PARTITION_VALUES}'=true is not supported: partition columns are read "
                 "from the data files. Help: remove the option."
             )
+        if raw.get(SCHEMA_ON_READ, "false").strip().lower() not in ("false", ""):
+            raise HoodieConfigError(
+                f"Option '{SCHEMA_ON_READ}'=true is not supported: hoodie_sink resolves columns by name "
+                "(schema evolution on read, by column ids, is not built). Help: remove the option."
+            )
         query_type = _query_type(raw)
         incremental_format = _incremental_format(raw, query_type, streaming)
+        skip_merge = _skip_merge(raw, query_type, streaming)
         as_of = parse_as_of_instant(raw[AS_OF_INSTANT]) if raw.get(AS_OF_INSTANT) else None
         incremental = {k: raw[k].strip() for k in _INCREMENTAL_KEYS if raw.get(k, "").strip()}
         if query_type != "incremental" and incremental and not streaming:
@@ -189,6 +221,7 @@ class ReadConfig:
             fallback_full_scan=incremental.get(INCR_FALLBACK, "false").lower() == "true",
             path_glob=incremental.get(INCR_PATH_GLOB),
             incremental_format=incremental_format,
+            skip_merge=skip_merge,
             streaming=streaming,
             storage_options=StorageOptions.from_options(raw),
             **stream,
@@ -248,6 +281,20 @@ def _query_type(raw: Mapping[str, str]) -> str:
             f"Option '{QUERY_TYPE}' got '{raw.get(QUERY_TYPE)}'; accepted values: {', '.join(QUERY_TYPES)}."
         )
     return value
+
+
+def _skip_merge(raw: Mapping[str, str], query_type: str, streaming: bool) -> bool:
+    value = raw.get(MERGE_TYPE, "").strip().lower() or PAYLOAD_COMBINE
+    if value not in (PAYLOAD_COMBINE, SKIP_MERGE):
+        raise HoodieConfigError(
+            f"Option '{MERGE_TYPE}' got '{raw[MERGE_TYPE]}'; accepted values: {PAYLOAD_COMBINE}, {SKIP_MERGE}."
+        )
+    if value == SKIP_MERGE and (query_type == "incremental" or streaming):
+        raise HoodieConfigError(
+            f"Option '{MERGE_TYPE}'={SKIP_MERGE} is supported for snapshot and read-optimized queries only. Help: "
+            "remove it (incremental queries, change feeds and streams merge each file group's records)."
+        )
+    return value == SKIP_MERGE
 
 
 def _incremental_format(raw: Mapping[str, str], query_type: str, streaming: bool) -> str:

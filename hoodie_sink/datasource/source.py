@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from hoodie_sink.datasource.batch_writer import HoodieBatchWriter
-from hoodie_sink.datasource.reader import HoodiePushdownReader, HoodieReader
+from hoodie_sink.datasource.reader import HoodieReader
 from hoodie_sink.datasource.spark_schema import arrow_to_spark
 from hoodie_sink.datasource.stream_reader import HoodieStreamReader
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
@@ -47,14 +45,9 @@ class HoodieDataSource(DataSource):
         return arrow_to_spark(Snapshot.open(cfg.storage(), cfg.as_of_instant, cfg.read_optimized).schema)
 
     def reader(self, schema: StructType):
-        columns = [f.name for f in schema.fields]
-        # Spark refuses a reader that implements pushFilters while
-        # spark.sql.python.filterPushdown.enabled is false, and tells the reader nothing about
-        # that setting.  Its pushdown worker is the only caller that pushes filters, so the
-        # pruning reader is handed out there alone; elsewhere the plain reader reads all files.
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        cls = HoodiePushdownReader if caller.endswith("data_source_pushdown_filters") else HoodieReader
-        return cls(self._read_config(), columns)
+        # One reader for every query, filter pushdown on or off: it takes no filters, because Spark
+        # 4.3 would serve one query's pushed filters to other queries (datasource/reader.py).
+        return HoodieReader(self._read_config(), [f.name for f in schema.fields])
 
     def streamReader(self, schema: StructType) -> HoodieStreamReader:
         return HoodieStreamReader(self._read_config(streaming=True), [f.name for f in schema.fields])

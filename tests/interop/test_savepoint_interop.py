@@ -10,7 +10,9 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
+from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.services import compaction
 from hoodie_sink.table.services import savepoint as sp
 from hoodie_sink.table.storage import Storage
 from tests.interop.compare import assert_readers_agree
@@ -64,3 +66,34 @@ def test_we_restore_to_a_savepoint_java_created(spark, java_hudi, tmp_path):
     _ours(path, model, range(60, 66))
     sp.restore(str(path), instant)
     assert_readers_agree(java_hudi.read(path), path, saved)
+
+
+MOR = {
+    **BASE,
+    **SERVICES,
+    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+    "hoodie.compact.inline": "false",
+}
+
+
+def test_java_reads_our_restored_mor_table_and_writes_on(spark, java_hudi, tmp_path):
+    # issue 25 items 4-5: the restore deletes the logs later deltacommits added to the savepoint's
+    # slices and the plan of a compaction scheduled after it; Java reads the savepoint's rows, and
+    # its own upsert afterwards (which rolls back nothing) is read alike by all three readers
+    path = tmp_path / "t"
+    model = Model()
+    first = rows(range(12), ts=1)
+    hoodie_sink.write(pa.Table.from_pylist(first, ARROW), str(path), MOR)
+    model.upsert(first)
+    saved = model.rows()
+    info = sp.create_savepoint(str(path))
+    hoodie_sink.write(pa.Table.from_pylist(rows(range(0, 12, 2), ts=5), ARROW), str(path), MOR)
+    assert compaction.schedule(Storage(str(path)), WriteConfig.from_options(MOR, path=str(path)), force=True)
+    sp.restore(str(path), info.instant)
+    assert_readers_agree(java_hudi.read(path), path, saved)
+    batch = rows(range(1, 12, 3), ts=7)
+    java_hudi.write(path, pa.Table.from_pylist(batch, ARROW), java_options(MOR))
+    model = Model()
+    model.upsert(first)
+    model.upsert(batch)
+    assert_readers_agree(java_hudi.read(path), path, model.rows())

@@ -272,20 +272,17 @@ def test_insert_into_tables_written_by_apache_hudi(spark, tmp_path, fixture):
 
 
 @pytest.mark.compat
-def test_read_fixtures_and_prune_partitions(spark, tmp_path):
+def test_read_fixtures_and_filter_partitions(spark, tmp_path):
     table = unzip_fixture("cow_v6_complexkeygen_hivestyle", tmp_path)
 
-    # Fresh loads per query: Spark 4.3 reuses a pushed-down read plan for a later unfiltered
-    # query on the same DataFrame (see hoodie_sink/datasource/reader.py).
     def load(p):
         return spark.read.format("hoodie").load(str(p))
 
     assert load(table).count() == 4
-    pruned = load(table).where("byteField = 10")
-    assert pruned.rdd.getNumPartitions() == 1
-    assert sorted(r.id for r in pruned.collect()) == [1, 3]
+    # a filter on the partition column reads every file (the reader takes no pushed filters,
+    # hoodie_sink/datasource/reader.py) and Spark keeps the matching rows
+    assert sorted(r.id for r in load(table).where("byteField = 10").collect()) == [1, 3]
     simple = unzip_fixture("cow_v6_simplekeygen_nonhivestyle", tmp_path)
-    assert load(simple).where("byteField = 20").rdd.getNumPartitions() == 1
     assert load(simple).where("byteField = 20").count() == 1
     assert load(simple).count() == hudi_rs_read(simple).num_rows
     empty = unzip_fixture("cow_v6_empty", tmp_path)

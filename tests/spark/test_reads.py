@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import hoodie_sink
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.storage import Storage
 from tests.support.tables import assert_table_matches
@@ -28,7 +29,7 @@ def test_null_and_empty_partition_values_through_spark(spark, tmp_path, hive):
     assert_table_matches(path, [{"id": i, "city": c} for i, c in ROWS])
     df = spark.read.format("hoodie").load(str(path))
     assert sorted((r.id, r.city) for r in df.select("id", "city").collect()) == sorted(ROWS)
-    # pruning on the partition column keeps the __HIVE_DEFAULT_PARTITION__ folder where it may match
+    # filters on the partition column find the rows of the __HIVE_DEFAULT_PARTITION__ folder
     assert [r.id for r in spark.read.format("hoodie").load(str(path)).where("city IS NULL").collect()] == [2]
     assert [r.id for r in spark.read.format("hoodie").load(str(path)).where("city = ''").collect()] == [3]
     assert [r.id for r in spark.read.format("hoodie").load(str(path)).where("city = 'sf'").collect()] == [1]
@@ -58,6 +59,30 @@ def test_read_options_are_checked(spark, tmp_path):
         read.option("hoodie.datasource.query.typ", "snapshot").load(str(path)).collect()
     # one options dict for writes and reads: write options are accepted on a read
     assert spark.read.format("hoodie").options(**OPTS).load(str(path)).count() == 1
+
+
+def test_time_travel_before_the_first_commit_merge_type_and_read_paths_through_spark(spark, tmp_path):
+    path = tmp_path / "t"
+    _write(spark, path, rows=[(1, "sf")], **{"hoodie.datasource.write.table.type": "MERGE_ON_READ"})
+    first = Timeline.load(Storage(str(path))).latest_completed().timestamp
+    for rows in ([(1, "sf"), (2, "sf")], [(1, "sf")]):  # the last upsert goes to a log file
+        _write(spark, path, rows=rows, **{"hoodie.datasource.write.table.type": "MERGE_ON_READ"})
+
+    def read():  # a new reader each time: .option() changes the reader it is called on
+        return spark.read.format("hoodie")
+
+    # before the first commit: no row, the table's columns
+    before = read().option("as.of.instant", str(int(first) - 1)).load(str(path))
+    assert before.schema == read().load(str(path)).schema
+    assert before.collect() == [] and before.count() == 0
+    # skip_merge: key 1's base row and its log record, unmerged (tests/unit/read/test_read_options.py)
+    assert sorted(r.id for r in read().load(str(path)).collect()) == [1, 2]
+    skip = read().option("hoodie.datasource.merge.type", "skip_merge").load(str(path))
+    engine = hoodie_sink.read(str(path), {"hoodie.datasource.merge.type": "skip_merge"})
+    assert sorted(r.id for r in skip.collect()) == sorted(engine["id"].to_pylist()) == [1, 1, 2]
+    named = str(path / "sf" / "no-such-file.parquet")
+    with pytest.raises(Exception, match="'hoodie.datasource.read.paths' is not supported"):
+        read().option("hoodie.datasource.read.paths", named).load(str(path)).collect()
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])

@@ -133,3 +133,31 @@ def test_virtual_key_table_upsert_in_place(spark, tmp_path):
 
 def _file_groups(path):
     return [(bf.partition_path, bf.file_id) for bf in Snapshot.open(path).base_files()]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_keys_stored_twice_are_updated_and_deleted_everywhere(spark, tmp_path, table_type):
+    """bulk_insert keeps duplicate keys (two writes, and twice in one batch); an upsert from several
+    tasks changes every copy and a delete removes every copy (docs/hudi/duplicate-keys.md)."""
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    once, twice = trips(spark, range(300), 1), trips(spark, range(0, 300, 2), 1, partitions=2)
+    in_batch = trips(spark, range(300, 310), 1, partitions=1)
+    for df in (once, twice, in_batch.union(in_batch).coalesce(1)):
+        df.write.format("hoodie").options(**opts).option(
+            "hoodie.datasource.write.operation", "bulk_insert"
+        ).mode("append").save(path)
+    stored = rows_of(once) + rows_of(twice) + 2 * rows_of(in_batch)
+    assert_table_matches(path, stored)
+
+    changed = list(range(0, 310, 3))
+    upd = trips(spark, changed, 5, partitions=4)
+    upd.write.format("hoodie").options(**opts).mode("append").save(path)
+    new = {r["id"]: r for r in rows_of(upd)}
+    assert_table_matches(path, [new.get(r["id"], r) for r in stored])
+
+    gone = set(range(0, 310, 4))
+    trips(spark, sorted(gone), 6, partitions=3).write.format("hoodie").options(**opts).option(
+        "hoodie.datasource.write.operation", "delete"
+    ).mode("append").save(path)
+    assert_table_matches(path, [new.get(r["id"], r) for r in stored if r["id"] not in gone])

@@ -204,6 +204,19 @@ def read_blocks(data: bytes, name: str = "log file") -> Iterator[LogBlock]:
         pos = end
 
 
+def block_instants(data: bytes, name: str = "log file") -> tuple[list[str], bool]:
+    """The INSTANT_TIME header of every readable block of a log file, in order, and whether a
+    damaged block ends it (a write that died midway): what a rollback needs to tell which instant
+    wrote the file, whose name carries only its slice's base instant."""
+    instants: list[str] = []
+    try:
+        for block in read_blocks(data, name):
+            instants.append(block.header.get(INSTANT_TIME, ""))
+    except (CorruptLogBlock, struct.error):  # struct.error: cut inside a block's first bytes
+        return instants, True
+    return instants, False
+
+
 def avro_records(block: LogBlock, reader_schema: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The records of an AVRO_DATA block, decoded with its SCHEMA header as writer schema."""
     if block.block_type != AVRO_DATA_BLOCK:

@@ -57,6 +57,12 @@ K_TS_TYPE = "hoodie.keygen.timebased.timestamp.type"
 K_TS_INPUT_FMT = "hoodie.keygen.timebased.input.dateformat"
 K_TS_OUTPUT_FMT = "hoodie.keygen.timebased.output.dateformat"
 K_TS_TIMEZONE = "hoodie.keygen.timebased.timezone"
+# The bucket layout (docs/hudi/bucket-layout.md): Apache Hudi 0.15 keeps none of it with the table;
+# we record it under the write options' own names, which Java ignores in hoodie.properties.
+K_INDEX_TYPE = "hoodie.index.type"
+K_NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+K_BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
+BUCKET_INDEX = "BUCKET"
 
 
 def table_checksum(database: str | None, table: str) -> int:
@@ -226,6 +232,10 @@ class TableConfig:
     populate_meta_fields: bool = True
     version: int = 6
     timeline_zone: str = UTC_ZONE  # the zone of instant times: what we create; Java's default is LOCAL
+    # the recorded index layout: BUCKET with its bucket count and hash fields, or None (not recorded)
+    index_type: str | None = None
+    num_buckets: int | None = None
+    bucket_hash_fields: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -237,7 +247,7 @@ class TableConfig:
         known = {
             K_NAME, K_TYPE, K_RECORD_KEYS, K_PARTITION_FIELDS, K_PRECOMBINE, K_KEYGEN_CLASS,
             K_HIVE_STYLE, K_URL_ENCODE, K_DATABASE, K_CREATE_SCHEMA, K_PAYLOAD, K_POPULATE_META,
-            K_VERSION, K_CHECKSUM, K_TIMEZONE,
+            K_VERSION, K_CHECKSUM, K_TIMEZONE, K_INDEX_TYPE, K_NUM_BUCKETS, K_BUCKET_HASH_FIELD,
         }  # fmt: skip
         if K_NAME not in props:
             raise HoodieTableError(f"hoodie.properties lacks '{K_NAME}'")
@@ -259,6 +269,9 @@ class TableConfig:
             populate_meta_fields=_bool(props.get(K_POPULATE_META), True),
             version=int(props.get(K_VERSION, "6")),
             timeline_zone=_timeline_zone(props),
+            index_type=props.get(K_INDEX_TYPE, "").strip().upper() or None,
+            num_buckets=_num_buckets(props),
+            bucket_hash_fields=fields(K_BUCKET_HASH_FIELD),
             extra={k: v for k, v in props.items() if k not in known},
         )
 
@@ -299,6 +312,21 @@ class TableConfig:
             props[K_CREATE_SCHEMA] = self.create_schema
         if self.payload_class:
             props[K_PAYLOAD] = self.payload_class
+        props.update(self.layout_properties())
+        return props
+
+    @property
+    def bucket_layout(self) -> bool:
+        """Whether hoodie.properties records a BUCKET index (count and hash fields with it)."""
+        return self.index_type == BUCKET_INDEX
+
+    def layout_properties(self) -> dict[str, str]:
+        """The recorded index layout, as hoodie.properties lines."""
+        props = {K_INDEX_TYPE: self.index_type} if self.index_type else {}
+        if self.num_buckets is not None:
+            props[K_NUM_BUCKETS] = str(self.num_buckets)
+        if self.bucket_hash_fields:
+            props[K_BUCKET_HASH_FIELD] = ",".join(self.bucket_hash_fields)
         return props
 
     def with_updates(self, **changes: Any) -> TableConfig:
@@ -324,6 +352,24 @@ def check_table_version(props: dict[str, str]) -> None:
             f"writes table version 6 with timeline layout 1 only. Help: {KEEP_AT_V6}; an upgraded "
             "table comes back to version 6 only by Hudi's own downgrade (hudi-cli 'downgrade table')."
         )
+
+
+def _num_buckets(props: dict[str, str]) -> int | None:
+    raw = props.get(K_NUM_BUCKETS, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise HoodieTableError(f"{K_NUM_BUCKETS}={raw} in hoodie.properties is not a positive bucket count.")
+    return int(raw)
+
+
+def with_properties_set(text: str, props: dict[str, str]) -> str:
+    """hoodie.properties text with `props` set: lines of those keys replaced, new keys appended.
+    Every other line is kept as it is (re-rendering the whole file would re-escape values that
+    Java wrote)."""
+    kept = [line for line in text.splitlines() if line_key(line) not in props]
+    added = [f"{_escape(k, is_key=True)}={_escape(v, is_key=False)}" for k, v in sorted(props.items())]
+    return "\n".join(kept + added) + "\n"
 
 
 def _timeline_zone(props: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import fastavro
 
 from hoodie_sink.table.format.avro_container import decode_record, encode_record
-from hoodie_sink.table.format.file_group import BaseFile, join_partition
+from hoodie_sink.table.format.file_group import BaseFile, LogFile, join_partition
 from hoodie_sink.table.format.timeline.instant import Instant
 
 _NS = "org.apache.hudi.avro.model"
@@ -80,8 +80,9 @@ _METADATA = fastavro.parse_schema(ROLLBACK_METADATA_SCHEMA)
 
 @dataclass(frozen=True)
 class RollbackPlan:
-    """What a rollback will undo: the failed instant and the data files to delete (paths
-    relative to the base path).  Log files are never in it: we refuse log rollbacks."""
+    """What a rollback will undo: the instant and the data files to delete (paths relative to
+    the base path), log files included: a log file holds the blocks of the one write that
+    created it, so rolling that write back deletes it whole (docs/hudi/mor-rollback.md)."""
 
     instant_to_rollback: Instant
     files: tuple[str, ...]
@@ -93,15 +94,20 @@ def plan_rollback(instant: Instant, files: list[str]) -> RollbackPlan:
 
 def encode_rollback_plan(plan: RollbackPlan, base_uri: str) -> bytes:
     """One request per file, as Java 0.15's marker-based COW plan: partition, file id, the
-    file's instant as `latestBaseInstant`, its full path in `filesToBeDeleted`."""
+    file's (slice's) instant as `latestBaseInstant`, its full path in `filesToBeDeleted` (a log
+    file too: deleted whole, as Java does for a log file its failed write created)."""
     requests = []
     for rel in plan.files:
         partition, name = posixpath.split(rel)
         bf = BaseFile.parse(partition, name)
+        lf = LogFile.parse(partition, name) if bf is None else None
+        file_id, base_instant = (
+            (bf.file_id, bf.instant) if bf else (lf.file_id, lf.base_instant) if lf else ("", "")
+        )
         requests.append({
             "partitionPath": partition,
-            "fileId": bf.file_id if bf else "",
-            "latestBaseInstant": bf.instant if bf else "",
+            "fileId": file_id,
+            "latestBaseInstant": base_instant,
             "filesToBeDeleted": [_full(base_uri, rel)],
             "logBlocksToBeDeleted": {},
         })  # fmt: skip

@@ -15,9 +15,11 @@ file of every file group, in three steps:
    ``_hoodie_record_key`` columns of the remaining files, on (key, partition) for BLOOM and on key for
    GLOBAL_BLOOM.
 
-If a key is found in several files (it should not be in a healthy table: e.g. a crashed writer's
-duplicate file group, or a key moved between partitions under a global index), the file whose
-latest base instant is the newest wins; ties go to the larger (partition path, file id).
+A key can be stored more than once: bulk_insert and insert keep duplicate keys, as Hudi's do.
+`locate` returns every file group holding each key, as Hudi's bloom indexes tag every one (so an
+upsert or delete changes every copy: docs/hudi/duplicate-keys.md), and names the file groups that
+hold one of the keys twice.  `tag` keeps one file group per key: the one whose latest base instant
+is the newest; ties go to the larger (partition path, file id).
 
 Caches (module level, one per process = per Spark executor, thread-safe), keyed by
 ``(storage.base_uri, relative file path)``: base files are immutable, so the path identifies content.
@@ -98,6 +100,16 @@ class TagResult:
     file_id: pa.Array  # string
     partition_path: pa.Array  # string: partition of the file group holding the key
     base_instant: pa.Array  # string: instant of that file group's latest base file
+
+
+@dataclass(frozen=True)
+class Locations:
+    """Every file group holding each incoming key: one row per (record, file group) pair, and one
+    row with null tags for a record whose key is not stored (an insert)."""
+
+    record: np.ndarray  # int64, ascending: the incoming record each row locates
+    tags: TagResult  # per row
+    repeated: pa.Array  # string: file ids of file groups that hold one of the keys more than once
 
 
 # ------------------------------------------------------------------------------------------ caches
@@ -331,8 +343,35 @@ class KeyIndex:
 
     def tag(self, keys: pa.Array, partition_paths: pa.Array | None = None) -> TagResult:
         """Locate every key; `partition_paths` (the records' partitions) scope BLOOM, GLOBAL ignores them."""
-        keys = _as_string(keys, "record keys")
         n = len(keys)
+        rec, fil, _ = self._pairs(keys, partition_paths)
+        file_of = np.full(n, -1, np.int32)
+        # Several files per key: the highest rank (newest base instant) wins.
+        np.maximum.at(file_of, rec, fil)
+        return self._result(file_of, n)
+
+    def locate(self, keys: pa.Array, partition_paths: pa.Array | None = None) -> Locations:
+        """Every file group holding each key (see `Locations`); `partition_paths` as in `tag`."""
+        n = len(keys)
+        rec, fil, copies = self._pairs(keys, partition_paths)
+        found = np.zeros(n, dtype=bool)
+        found[rec] = True
+        missing = np.flatnonzero(~found)
+        record = np.concatenate([rec, missing])
+        file_of = np.concatenate([fil, np.full(len(missing), -1, np.int32)])
+        order = np.argsort(record, kind="stable")
+        repeated = self._file_ids.take(pa.array(np.unique(fil[copies > 1]))) if (copies > 1).any() else None
+        return Locations(
+            record=record[order],
+            tags=self._result(file_of[order], len(record)),
+            repeated=repeated if repeated is not None else pa.array([], pa.string()),
+        )
+
+    def _pairs(
+        self, keys: pa.Array, partition_paths: pa.Array | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct (record, file) pairs where a file holds a record's key, and how many times."""
+        keys = _as_string(keys, "record keys")
         if keys.null_count:
             raise HoodieKeyError(
                 f"{keys.null_count} null record key(s) given to the index. "
@@ -340,8 +379,7 @@ class KeyIndex:
             )
         groups, codes = self._groups(keys, partition_paths)
         chosen = self._choose_files(keys, groups)
-        file_of = self._exact_match(keys, codes, chosen)
-        return self._result(file_of, n)
+        return self._exact_match(keys, codes, chosen)
 
     def stored_values(
         self, keys: pa.Array, file_ids: pa.Array, column: str, value_type: pa.DataType
@@ -515,12 +553,15 @@ class KeyIndex:
             out[i] = arr
         return out
 
-    def _exact_match(self, keys: pa.Array, codes: np.ndarray | None, chosen: list[int]) -> np.ndarray:
-        """Index into self._files of the file holding each key (-1: none), via one hash join."""
+    def _exact_match(
+        self, keys: pa.Array, codes: np.ndarray | None, chosen: list[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(record, index into self._files, rows of that file holding the key) of every distinct
+        pair where a file holds a record's key, via one hash join."""
         n = len(keys)
-        file_of = np.full(n, -1, np.int32)
+        none = np.zeros(0, np.int64)
         if not chosen:
-            return file_of
+            return none, none.astype(np.int32), none
         columns = self._key_columns(chosen)
         arrays = [columns[i] for i in chosen]
         lengths = np.array([len(a) for a in arrays], np.int64)
@@ -536,12 +577,13 @@ class KeyIndex:
             join_keys = ["k", "p"]
         # Acero builds its hash table on the right side: the incoming keys (usually the smaller side).
         joined = pa.table(probe).join(build, keys=join_keys, join_type="inner", use_threads=True)
-        if joined.num_rows:
-            rec = joined.column("i").to_numpy()
-            fil = joined.column("f").to_numpy()
-            # Several files per key: the highest rank (newest base instant) wins.
-            np.maximum.at(file_of, rec, fil)
-        return file_of
+        if not joined.num_rows:
+            return none, none.astype(np.int32), none
+        rec = joined.column("i").to_numpy().astype(np.int64)
+        fil = joined.column("f").to_numpy().astype(np.int64)
+        # a key stored twice in one file joins twice: count the copies per (record, file)
+        pair, copies = np.unique(rec * len(self._files) + fil, return_counts=True)
+        return pair // len(self._files), (pair % len(self._files)).astype(np.int32), copies
 
     def _result(self, file_of: np.ndarray, n: int) -> TagResult:
         if n == 0 or not (file_of >= 0).any():

@@ -3,11 +3,15 @@
 The log scan follows Java 0.14's `AbstractHoodieLogRecordReader` (services doc §1.9): log files
 in slice order (version, then write token), blocks in file order; a block of an instant after
 the query instant, or of one not committed, is skipped; a rollback command block drops the
-earlier blocks of its target instant.  Records are then merged as Java's payloads do (§2.5):
+earlier blocks of its target instant.  Which instants count is one rule, `CommittedInstants`,
+for every fold of a slice's logs: reads, the writers' rewrites of a base file and their look-ups
+of stored values, compaction, clustering (docs/hudi/uncommitted-log-blocks.md).  Records are
+then merged as Java's payloads do (§2.5):
 
 - log records among themselves, in scan order: a data record replaces the earlier one of its key
   unless ordering is by event time (a precombine field and DefaultHoodieRecordPayload, or a table
-  whose payload compares ordering values) and the earlier value is strictly greater; a data record
+  whose payload compares ordering values) and the earlier value is strictly greater (a null
+  ordering value being the smallest, as Java's merge takes it: docs/hudi/null-ordering.md); a data record
   after a delete always wins (Java: "natural order for delete record"); a delete wins unless it
   carries an ordering value and the earlier record's value is strictly greater;
 - the merged log record against the base row: a delete removes it; a data record replaces it
@@ -21,7 +25,6 @@ the file group), never once per record.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +38,7 @@ from hoodie_sink.table.format.avro_rows import decode_block_content
 from hoodie_sink.table.format.file_group import FileSlice, LogFile
 from hoodie_sink.table.format.properties import COMMIT_TIME_STRATEGY, MERGER_STRATEGY_KEY, TableConfig
 from hoodie_sink.table.format.schema import META_COLUMNS
+from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.read.base_file import conform, read_base_file
 from hoodie_sink.table.storage import Storage
 
@@ -74,6 +78,25 @@ class MergeRule:
         return MergeRule(table.precombine_field, base_ordering=not commit_time)
 
 
+@dataclass(frozen=True)
+class CommittedInstants:
+    """The instants whose data and delete blocks a fold of a slice's logs counts: those completed on
+    `timeline` (or older than its first write: archived), and earlier than `before` when given (a
+    writer's or a service's own instant).  A block of a pending instant (a write that died before
+    its commit, or one still running) never counts, whoever folds the logs: a writer that rewrote
+    a base file from it would publish the dead write's records under its own commit, and they
+    would outlive the dead instant's rollback (docs/hudi/uncommitted-log-blocks.md).  Picklable
+    (a write's tasks carry it): pass a plain Timeline, not an ActiveTimeline."""
+
+    timeline: Timeline
+    before: str | None = None
+
+    def __call__(self, instant: str) -> bool:
+        if self.before is not None and instant >= self.before:
+            return False
+        return self.timeline.is_committed(instant)
+
+
 @dataclass
 class LogStats:
     """What a scan found (compaction reports it)."""
@@ -97,15 +120,21 @@ def read_file_slice(
     sl: FileSlice,
     schema: pa.Schema,
     rule: MergeRule,
-    committed: Callable[[str], bool],
+    committed: CommittedInstants,
     as_of: str | None = None,
     stats: LogStats | None = None,
+    skip_merge: bool = False,
 ) -> pa.Table:
-    """The merged rows of `sl` at `schema` (meta + data columns, as the snapshot's schema)."""
+    """The merged rows of `sl` at `schema` (meta + data columns, as the snapshot's schema).
+    `skip_merge` (Hudi's merge.type=skip_merge): the base rows, then the log records merged among
+    themselves (deletes dropped), the two never merged: a key updated in the logs appears twice."""
     base = read_base_file(storage, sl.base_file.path, schema) if sl.base_file is not None else None
     if not sl.log_files:
         return base if base is not None else schema.empty_table()
     merged = scan_logs(storage, sl.log_files, schema, rule, committed, as_of, stats)
+    if skip_merge:
+        logs = merge_with_base(None, merged, schema, rule)
+        return pa.concat_tables([base, logs.cast(base.schema)]) if base is not None else logs
     return merge_with_base(base, merged, schema, rule)
 
 
@@ -117,7 +146,7 @@ def scan_logs(
     log_files: list[LogFile],
     schema: pa.Schema,
     rule: MergeRule,
-    committed: Callable[[str], bool],
+    committed: CommittedInstants,
     as_of: str | None = None,
     stats: LogStats | None = None,
 ) -> pa.Table | None:
@@ -149,7 +178,7 @@ def scan_logs(
 
 def _collect(
     block: log_format.LogBlock, blocks: list[_Block], schema: pa.Schema, rule: MergeRule,
-    committed: Callable[[str], bool], as_of: str | None, name: str, stats: LogStats | None,
+    committed: CommittedInstants, as_of: str | None, name: str, stats: LogStats | None,
 ) -> None:  # fmt: skip
     instant = block.header.get(log_format.INSTANT_TIME, "")
     if as_of is not None and instant > as_of:
@@ -229,6 +258,14 @@ def _bools(a) -> np.ndarray:
     return np.asarray(pc.fill_null(a, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _strictly_greater(a, b) -> np.ndarray:
+    """a > b, a null ordering value being smaller than any other, as Java's merge takes it: any
+    incoming record replaces a stored one without an ordering value (docs/hudi/null-ordering.md;
+    our writers store none in merge-on-read tables, other writers may).  Two nulls tie: the later
+    record wins.  hudi-rs 0.5.0 reads a stored null as 0, which differs for negative values only."""
+    return _bools(pc.greater(a, b)) | (_bools(pc.is_valid(a)) & _bools(pc.is_null(b)))
+
+
 def _fold(state: pa.Table | None, incoming: pa.Table, rule: MergeRule) -> pa.Table:
     """Merge a block's records into the state (one record per key), in scan order."""
     for batch in _rounds(incoming):
@@ -262,7 +299,7 @@ def _fold_unique(state: pa.Table, incoming: pa.Table, rule: MergeRule) -> pa.Tab
         prior = state.take(pa.array(at))
         prior_del = _bools(prior.column(_DEL))
         new_del = _bools(incoming.column(_DEL))
-        prior_greater = _bools(pc.greater(prior.column(_ORD), incoming.column(_ORD)))
+        prior_greater = _strictly_greater(prior.column(_ORD), incoming.column(_ORD))
         # data after a delete: natural order; a delete without ordering value (null): natural order
         new_natural = ~_bools(pc.is_valid(incoming.column(_ORD))) & new_del
         wins = prior_del | new_natural | ~prior_greater
@@ -296,7 +333,7 @@ def merge_with_base(
         # a log delete always removes the base row (Java: an empty payload deletes); a log data
         # record loses to a base row whose ordering value is strictly greater
         stored = base.column(rule.ordering_field)
-        base_greater = _bools(pc.greater(stored, logs.column(_ORD).take(pa.array(at))))
+        base_greater = _strictly_greater(stored, logs.column(_ORD).take(pa.array(at)))
         explicit_delete = _bools(logs.column(_DEL))[at]
         log_wins &= ~(base_greater & ~explicit_delete)
     drop = log_wins & log_del[at]

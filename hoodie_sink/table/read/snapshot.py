@@ -39,7 +39,7 @@ from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
-from hoodie_sink.table.read.file_slice import MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, MergeRule, read_file_slice
 from hoodie_sink.table.read.retention import check_time_travel
 from hoodie_sink.table.storage import Storage, as_storage
 
@@ -54,6 +54,7 @@ class Snapshot:
     schema: pa.Schema  # meta columns + data columns
     instant: str | None
     merges_logs: bool = False  # a merge-on-read snapshot (not read-optimized): slices, not base files
+    skip_merge: bool = False  # merge.type=skip_merge: base rows and log records, unmerged
 
     @staticmethod
     def open(
@@ -61,6 +62,7 @@ class Snapshot:
         as_of: str | None = None,
         read_optimized: bool = False,
         timeline: Timeline | None = None,
+        skip_merge: bool = False,
     ) -> Snapshot:
         """The latest snapshot of `timeline` (default: the table's timeline now), or the one
         `as_of` names (any format `as.of.instant` accepts; instants <= it are visible)."""
@@ -68,12 +70,17 @@ class Snapshot:
         storage = as_storage(path)
         table = read_table_config(storage)
         timeline = timeline if timeline is not None else Timeline.load(storage)
+        whole = timeline
         if as_of:
             check_time_travel(storage, timeline, as_of)
             # Time travel: the timeline as it was at `as_of` (a replacecommit or schema change
             # after it must not count, and neither must a commit still pending then).
             timeline = Timeline(tuple(i for i in timeline.instants if i.timestamp <= as_of))
         avro = latest_schema(storage, timeline, table)
+        if avro is None and as_of:
+            # Before the table's first write: no row, but the table's columns, as Hudi's schema
+            # resolver answers then (docs/hudi/read-options.md, "Time travel before the first commit").
+            avro = latest_schema(storage, whole, table)
         data = avro_to_arrow(json.loads(avro)) if avro else pa.schema([])
         # A virtual-key table's meta columns are null: Java's reader leaves them out, so do we
         # (format/virtual_keys.py).
@@ -84,7 +91,7 @@ class Snapshot:
         if as_of and instant:
             instant = min(as_of, instant)
         merges = table.table_type == MERGE_ON_READ and not read_optimized
-        return Snapshot(storage, table, timeline, schema, instant, merges_logs=merges)
+        return Snapshot(storage, table, timeline, schema, instant, merges_logs=merges, skip_merge=skip_merge)
 
     @property
     def merge_rule(self) -> MergeRule:
@@ -108,8 +115,9 @@ class Snapshot:
         sl = parse_slice_ref(ref)
         # the merge needs the key, ordering and delete columns: read everything, then project
         rows = read_file_slice(
-            self.storage, sl, self.schema, self.merge_rule, self.timeline.is_committed, self.instant
-        )
+            self.storage, sl, self.schema, self.merge_rule, CommittedInstants(self.timeline), self.instant,
+            skip_merge=self.skip_merge,
+        )  # fmt: skip
         return rows.select(columns) if columns is not None else rows
 
     def base_files(self, partition_filter: Callable[[str], bool] | None = None) -> list[BaseFile]:
@@ -195,9 +203,10 @@ def iter_snapshot(
     as_of: str | None = None,
     read_optimized: bool = False,
     filters: Sequence[Predicate | Sequence] | None = None,
+    skip_merge: bool = False,
 ) -> Iterator[pa.Table]:
-    """The snapshot one base file at a time.  `filters`: see `read_snapshot`."""
-    snap = Snapshot.open(path, as_of, read_optimized)
+    """The snapshot one base file at a time.  `filters`, `skip_merge`: see `read_snapshot`."""
+    snap = Snapshot.open(path, as_of, read_optimized, skip_merge=skip_merge)
     yield from _read_files(snap, columns, partition_filter, as_predicates(filters))
 
 
@@ -208,6 +217,7 @@ def read_snapshot(
     as_of: str | None = None,
     read_optimized: bool = False,
     filters: Sequence[Predicate | Sequence] | None = None,
+    skip_merge: bool = False,
 ) -> pa.Table:
     """The latest snapshot (as of `as_of`) of a copy-on-write table, or the base files of a
     merge-on-read one with `read_optimized`.
@@ -217,8 +227,11 @@ def read_snapshot(
     is_not_null starts_with``.  Base files whose Parquet statistics rule out every row are not
     read; the rows of the others are filtered exactly with pyarrow, so comparisons never match a
     null and NaN follows pyarrow (IEEE: NaN matches no comparison).
+
+    `skip_merge` (Hudi's `hoodie.datasource.merge.type=skip_merge`): a merge-on-read file slice's
+    base rows and log records are returned without merging them (table/read/file_slice.py).
     """
-    snap = Snapshot.open(path, as_of, read_optimized)
+    snap = Snapshot.open(path, as_of, read_optimized, skip_merge=skip_merge)
     target = pa.schema([snap.schema.field(c) for c in columns]) if columns else snap.schema
     tables = list(_read_files(snap, columns, partition_filter, as_predicates(filters)))
     return pa.concat_tables(tables) if tables else target.empty_table()

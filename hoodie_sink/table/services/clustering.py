@@ -58,14 +58,14 @@ from hoodie_sink.table.format.heartbeat import (
     takeover_claim_path,
 )
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
-from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
+from hoodie_sink.table.format.properties import BUCKET_INDEX, MERGE_ON_READ, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
 from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
 from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.read.base_file import read_base_file
-from hoodie_sink.table.read.file_slice import MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, MergeRule, read_file_slice
 from hoodie_sink.table.services.clustering_strategy import plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
@@ -99,7 +99,9 @@ def schedule(storage: Storage, cfg: WriteConfig) -> str | None:
 
 
 def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
-    if cfg.index_type == "bucket":
+    table = read_table_config(storage)
+    # a table recording a BUCKET layout (docs/hudi/bucket-layout.md) is refused whatever the options say
+    if cfg.index_type == "bucket" or table.index_type == BUCKET_INDEX:
         raise HoodieConfigError(
             "Clustering with 'hoodie.index.type'='BUCKET' is not supported: the new file groups would lie "
             "outside the hash buckets (as in Hudi, whose simple bucket index refuses clustering too)."
@@ -109,7 +111,7 @@ def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
     view = FileSystemView.load(storage, timeline)
     base_files = view.latest_base_files()
     logs: dict[tuple[str, str], tuple[str, ...]] = {}
-    if read_table_config(storage).table_type == MERGE_ON_READ:
+    if table.table_type == MERGE_ON_READ:
         # a merge-on-read slice is clustered with its logs merged in; file groups a pending
         # compaction holds are left to it
         pending |= set(file_groups_under_compaction(storage, timeline))
@@ -204,8 +206,9 @@ def _read_slice(storage: Storage, s: InputSlice, schema: pa.Schema, job: Cluster
     sl = FileSlice(s.partition_path, s.file_id, base.instant if base else logs[0].base_instant, base, logs)
     timeline = Timeline.load(storage)
     table = read_table_config(storage)
-    return read_file_slice(storage, sl, schema, MergeRule.of_table(table),
-                           lambda ts: ts < job.instant and timeline.is_committed(ts))  # fmt: skip
+    return read_file_slice(
+        storage, sl, schema, MergeRule.of_table(table), CommittedInstants(timeline, job.instant)
+    )
 
 
 def with_logs(group: ClusteringGroup, logs: dict[tuple[str, str], tuple[str, ...]]) -> ClusteringGroup:

@@ -4,7 +4,9 @@ Schedule: when the trigger (`hoodie.compact.inline.trigger.strategy`) says so, e
 slice with log files (outside pending clustering and compaction) becomes one operation of an Avro
 HoodieCompactionPlan in `<c>.compaction.requested`, at a new instant c.  A plan is only made when
 no write is pending (Java's guard: every earlier write must be complete), so every log block
-it covers is committed before c.
+it covers is committed before c; the check and the plan's publication are fenced against a write
+that starts meanwhile in another process (write/compaction_fence.py), whose logs would otherwise
+go to a slice the plan compacts without them.
 
 Execute: `<c>.compaction.inflight` (empty), then each slice's base file and logs are merged (the
 snapshot merge of read/file_slice.py) into `<fileId>_<token>_<c>.parquet`, rows keeping their
@@ -53,10 +55,11 @@ from hoodie_sink.table.format.timeline.instant import (
     parse_instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
-from hoodie_sink.table.read.file_slice import LogStats, MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, MergeRule, read_file_slice
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema, parquet_settings_of
+from hoodie_sink.table.write.compaction_fence import SCHEDULING_LOCK
 from hoodie_sink.table.write.rollback import delete_files
 
 log = logging.getLogger(__name__)
@@ -144,18 +147,31 @@ def schedule(
     """Write a compaction plan if one is due (or `force`) and there is something to compact; its
     instant, or None.  A plan needs a moment without writes in flight (a log a pending write adds
     to a planned slice would be missed): up to `wait_for_writes_s` is spent waiting for one (a
-    stream leaves gaps between micro-batches)."""
+    stream leaves gaps between micro-batches).  The check and the plan's publication happen under
+    the scheduling lock, which a write that starts meanwhile waits for before it chooses its file
+    slices (write/compaction_fence.py)."""
     _check_merge_on_read(storage)
     timeline = Timeline.load(storage)
     if not force and not compaction_due(cfg, timeline):
         return None
     deadline = time.monotonic() + wait_for_writes_s
-    while timeline.pending(WRITE_ACTIONS):
+    while True:
+        if not timeline.pending(WRITE_ACTIONS):
+            # not held while waiting: a write that starts waits for it, and would be waited for
+            with service_lock(storage, SCHEDULING_LOCK, "schedule a compaction"):
+                timeline = Timeline.load(storage)
+                if not timeline.pending(WRITE_ACTIONS):
+                    return _plan(storage, timeline)
         if time.monotonic() >= deadline:
             log.info("hoodie: not scheduling a compaction of %s: a write is in flight", storage.base_uri)
             return None
         time.sleep(0.05)
         timeline = Timeline.load(storage)
+
+
+def _plan(storage: Storage, timeline: Timeline) -> str | None:
+    """List the latest slices and publish the plan of those with logs, at an instant later than
+    every instant of `timeline` (Java's rule: no write pending before it, no commit after it)."""
     excluded = set(file_groups_under_clustering(storage, timeline)) | set(
         file_groups_under_compaction(storage, timeline)
     )
@@ -211,9 +227,7 @@ def compact_operation(
     schema = file_schema(storage_schema(avro_to_arrow(json.loads(job.avro_schema))))
     timeline = Timeline.load(storage)
 
-    def committed(ts: str) -> bool:
-        return ts < job.instant and timeline.is_committed(ts)
-
+    committed = CommittedInstants(timeline, before=job.instant)
     scan = LogStats()
     rows = read_file_slice(storage, _slice_of(op), schema, job.rule, committed, stats=scan)
     if rows.num_rows == 0:

@@ -27,9 +27,15 @@ from dataclasses import dataclass
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import is_alive
-from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata
+from hoodie_sink.table.format.rollback_metadata import (
+    RollbackPlan,
+    decode_rollback_metadata,
+    decode_rollback_plan,
+    plan_rollback,
+)
 from hoodie_sink.table.format.savepoint_metadata import (
     RESTORE,
     SAVEPOINT,
@@ -40,17 +46,27 @@ from hoodie_sink.table.format.savepoint_metadata import (
     encode_savepoint,
 )
 from hoodie_sink.table.format.timeline.instant import (
+    COMMIT,
+    COMPACTION,
     COMPLETED,
+    DELTA_COMMIT,
     INFLIGHT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
     REQUESTED,
     ROLLBACK,
-    WRITE_ACTIONS,
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write.rollback import rollback_instant
+from hoodie_sink.table.write.rollback import (
+    execute_rollback,
+    files_of_instant,
+    request_rollback,
+    rollback_instant,
+    written_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +163,7 @@ def savepointed_files(storage: Storage, timeline: Timeline) -> frozenset[str]:
 
 
 def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = None) -> list[str]:
-    """Roll the table back to `savepoint`; returns the instants undone, newest first."""
+    """Roll the table back to `savepoint`; returns the instants undone, in the order undone."""
     storage = _storage(target)
     cfg = config or WriteConfig(path=storage.base_uri)
     store = TimelineStore(storage)
@@ -177,41 +193,116 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
             rollbacks[ts] = [metadata]
     taken_ms = int((time.monotonic() - started) * 1000)
     store.complete(current, encode_restore_metadata(current.timestamp, taken_ms, plan, rollbacks))
+    _drop_rollbacks_after(storage, store, savepoint)
     log.info(
         "hoodie: restored %s to savepoint %s: %d instants rolled back", storage.base_uri, savepoint, len(plan)
     )
     return [ts for ts, _ in plan]
 
 
+# The write timeline of Java (`getWriteTimeline`): every instant a restore undoes, in any state.
+_RESTORED_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION)
+
+
 def _plan(storage: Storage, timeline: Timeline, savepoint: str, cfg: WriteConfig) -> list[tuple[str, str]]:
-    later = sorted({(i.timestamp, i.action) for i in timeline.instants
-                    if i.action in WRITE_ACTIONS and i.timestamp > savepoint}, reverse=True)  # fmt: skip
-    for ts, action in later:
-        done = storage.exists(TimelineStore(storage).path(Instant(ts, action, COMPLETED)))
-        if not done and is_alive(storage, ts, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses):
+    """Every instant of the write timeline after the savepoint, whatever its state (a pending
+    compaction or clustering plan too: left behind, it would run again with a time older than the
+    restore), as Java's RestorePlanActionExecutor: pending clusterings first, then newest first
+    (docs/hudi/mor-rollback.md).  A completed instant is named by its completed action (a
+    compaction completes as a `commit`)."""
+    later: dict[str, Instant] = {}
+    for inst in timeline.instants:
+        if inst.action not in _RESTORED_ACTIONS or inst.timestamp <= savepoint:
+            continue
+        seen = later.get(inst.timestamp)
+        if seen is None or (inst.is_completed and not seen.is_completed):
+            later[inst.timestamp] = inst
+    store = TimelineStore(storage)
+    for inst in later.values():
+        done = storage.exists(store.path(inst.with_state(COMPLETED)))
+        if not done and is_alive(
+            storage, inst.timestamp, cfg.heartbeat_interval_ms / 1000, cfg.heartbeat_misses
+        ):
             raise HoodieTableError(
-                f"Cannot restore {storage.base_uri}: {action} {ts} is being written (its heartbeat is alive). "
-                "Help: stop the table's writers first."
+                f"Cannot restore {storage.base_uri}: {inst.action} {inst.timestamp} is being written (its "
+                "heartbeat is alive). Help: stop the table's writers first."
             )
-    return later
+    newest_first = sorted(later.values(), key=lambda i: i.timestamp, reverse=True)
+    clusterings = [i for i in newest_first if not i.is_completed and is_clustering(storage, i)]
+    ordered = clusterings + [i for i in newest_first if i not in clusterings]
+    return [(i.timestamp, i.action) for i in ordered]
 
 
 def _roll_back(storage: Storage, store: TimelineStore, target: Instant) -> dict | None:
-    """Undo one instant of the plan (completed or pending); None when a previous run did."""
-    completed = store.path(target)
-    inflight = store.path(target.with_state(INFLIGHT))
-    requested = store.path(target.with_state(REQUESTED))
+    """Undo one instant of the plan (completed or pending); its rollback metadata.
+
+    A completed instant is rolled back in Java's order (BaseRollbackActionExecutor): the
+    rollback is planned while it is still completed, from its write stats (the only record of
+    the log files it added to older slices), then it is turned back into a pending instant (a
+    compaction into its pending compaction: `<c>.commit` goes, the plan stays until the rollback
+    deletes it), then the plan runs.  A restore that died midway finds its planned rollback and
+    runs it, whatever the state reached."""
+    ts = target.timestamp
+    pending_action = _pending_action(storage, store, target)
+    pending = Instant(ts, pending_action, INFLIGHT)
+    planned = _planned_rollback(storage, ts)
+    completed = store.path(target.with_state(COMPLETED))
     if storage.exists(completed):
-        if not storage.exists(inflight):
-            storage.write_atomic(inflight, b"")  # a pending state must outlive the completed file
+        if planned is None:
+            written = written_files(storage, target.with_state(COMPLETED))
+            plan = plan_rollback(pending, files_of_instant(storage, ts, written, pending_action))
+            planned = (request_rollback(storage, plan, None), plan)
+        if not storage.exists(store.path(pending)):
+            storage.write_atomic(store.path(pending), b"")  # a pending state must outlive the completed file
         storage.delete(completed)  # readers stop seeing it here, all at once
-    elif not (storage.exists(inflight) or storage.exists(requested)):
-        return None
-    state = INFLIGHT if storage.exists(inflight) else REQUESTED
-    rollback_instant(storage, target.with_state(state))
-    done = Timeline.load(storage).completed((ROLLBACK,))
-    for rb in reversed(done):
+    if planned is not None:
+        execute_rollback(storage, planned[0], planned[1])
+    elif storage.exists(store.path(pending)) or storage.exists(store.path(pending.with_state(REQUESTED))):
+        state = INFLIGHT if storage.exists(store.path(pending)) else REQUESTED
+        rollback_instant(storage, pending.with_state(state))
+    return _rollback_metadata_of(storage, store, ts)
+
+
+def _pending_action(storage: Storage, store: TimelineStore, target: Instant) -> str:
+    """The action an instant is pending under: a completed `commit` with a compaction plan beside
+    it is a compaction (Java's `getInflightInstant` on merge-on-read), a `deltacommit` with a log
+    compaction plan a log compaction."""
+    for completed_as, planned_as in ((COMMIT, COMPACTION), (DELTA_COMMIT, LOG_COMPACTION)):
+        if target.action == completed_as and storage.exists(
+            store.path(Instant(target.timestamp, planned_as, REQUESTED))
+        ):
+            return planned_as
+    return target.action
+
+
+def _planned_rollback(storage: Storage, ts: str) -> tuple[Instant, RollbackPlan] | None:
+    """A pending rollback of instant `ts` (a restore that died after planning it)."""
+    store = TimelineStore(storage)
+    for rollback in Timeline.load(storage).pending((ROLLBACK,)):
+        try:
+            plan = decode_rollback_plan(storage.read_bytes(store.path(rollback.with_state(REQUESTED))))
+        except (FileNotFoundError, ValueError):
+            continue
+        if plan.instant_to_rollback.timestamp == ts:
+            return rollback, plan
+    return None
+
+
+def _rollback_metadata_of(storage: Storage, store: TimelineStore, ts: str) -> dict | None:
+    for rb in reversed(Timeline.load(storage).completed((ROLLBACK,))):
         md = decode_rollback_metadata(storage.read_bytes(store.path(rb)))
-        if target.timestamp in (md.get("commitsRollback") or []):
+        if ts in (md.get("commitsRollback") or []):
             return md
     return None
+
+
+def _drop_rollbacks_after(storage: Storage, store: TimelineStore, savepoint: str) -> None:
+    """Java's `finishRestore`: once the restore is complete, every rollback instant after the
+    savepoint goes (its metadata lives on in the restore's), completed file first, then the
+    pending ones, so the timeline after a restore is the savepoint's plus the restore."""
+    for rb in reversed(Timeline.load(storage).instants):
+        if rb.action == ROLLBACK and rb.timestamp > savepoint and rb.is_completed:
+            storage.delete(store.path(rb))
+    for rb in Timeline.load(storage).pending((ROLLBACK,)):
+        if rb.timestamp > savepoint:
+            store.delete_pending(rb.timestamp, ROLLBACK)

@@ -7,7 +7,11 @@
    read as committed by every reader when it is older than the active timeline (a leftover of a
    write whose rollback failed), and left behind otherwise; both are reported.
 4. Record keys are unique per partition among the latest slices (table-wide with `global_keys`,
-   as a GLOBAL_BLOOM index promises).
+   as a GLOBAL_BLOOM index promises); in a merge-on-read table a slice with logs counts the keys
+   its merged rows hold (a key deleted in a log is gone).  bulk_insert and insert keep duplicate
+   keys, as Hudi's do, so a duplicate is not always damage; it is still reported (exit 1), since
+   every later upsert or delete of the key changes each copy and it never goes away by itself
+   (docs/hudi/duplicate-keys.md).
 5. Every latest base file's bloom filter and min/max key footer hold every key of the file.
 Pure reading: nothing is changed.  Vectorised over each file's keys (no per-record loop).
 """
@@ -22,10 +26,11 @@ import pyarrow.compute as pc
 
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
 from hoodie_sink.table.format.fs_view import FileSystemView
-from hoodie_sink.table.format.properties import read_table_config
+from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
 from hoodie_sink.table.format.timeline.instant import CLEAN, COMPLETED, WRITE_ACTIONS
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, TimelineStore
-from hoodie_sink.table.index.key_index import read_footer, read_record_keys
+from hoodie_sink.table.index.key_index import RECORD_KEY_COLUMN, read_footer, read_record_keys
+from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.services.archival import load_archived_timeline
 from hoodie_sink.table.storage import Storage
 
@@ -68,10 +73,27 @@ def validate_table(target: str | Storage, global_keys: bool = False) -> list[Vio
             out.append(Violation("bloom-footer", storage.full(bf.path),
                                  f"key range {footer.min_key!r}..{footer.max_key!r} in the footer, "
                                  f"{mm['min'].as_py()!r}..{mm['max'].as_py()!r} in the file"))  # fmt: skip
+    if table.table_type == MERGE_ON_READ and table.populate_meta_fields:
+        keys_per_file = _merged_keys(storage, keys_per_file)
     out += _duplicate_keys(keys_per_file, global_keys)
     out += _missing_files(storage, timeline, view)
     out += _orphans(storage, timeline, view)
     return out
+
+
+def _merged_keys(
+    storage: Storage, keys_per_file: list[tuple[str, str, pa.Array]]
+) -> list[tuple[str, str, pa.Array]]:
+    """The keys of the latest slices with logs from their merged rows (logs delete and insert keys)."""
+    snap = Snapshot.open(storage)
+    merged: dict[str, tuple[str, str, pa.Array]] = {}
+    for sl in snap.file_slices():
+        if sl.log_files:
+            rows = snap.read_ref(slice_ref(sl), [RECORD_KEY_COLUMN])
+            name = sl.base_file.path if sl.base_file is not None else f"{sl.partition_path}/{sl.file_id}"
+            merged[sl.file_id] = (sl.partition_path, name, rows.column(0).combine_chunks())
+    kept = [entry for entry in keys_per_file if posixpath.basename(entry[1]).split("_")[0] not in merged]
+    return kept + [entry for entry in merged.values() if len(entry[2])]
 
 
 def _duplicate_keys(keys_per_file: list[tuple[str, str, pa.Array]], global_keys: bool) -> list[Violation]:
@@ -91,7 +113,8 @@ def _duplicate_keys(keys_per_file: list[tuple[str, str, pa.Array]], global_keys:
             "duplicate-key",
             row["key"],
             f"{row['file_count']} records {scope}{'' if global_keys else ' ' + repr(row['partition'])}: "
-            f"{', '.join(sorted(row['file_distinct']))}",
+            f"{', '.join(sorted(row['file_distinct']))} (bulk_insert and insert keep duplicate keys; "
+            "an upsert or delete of the key changes every copy)",
         )  # fmt: skip
         for row in dup.to_pylist()
     ]

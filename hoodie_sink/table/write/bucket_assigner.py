@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.index.bucket import bucket_file_id_prefix, bucket_of_file_id, record_key_bucket_ids
-from hoodie_sink.table.write.merge import KEY, KIND, MOVED_OUT, PART, UPSERT
+from hoodie_sink.table.write.merge import KEY, KIND, MOVED_OUT, PART, UPSERT, first_of_groups
 
 # (records, file ids where their keys are stored) -> the stored ordering values
 StoredOrdering = Callable[[pa.Table, pa.Array], pa.Array]
@@ -78,7 +78,18 @@ class BucketAssigner:
                         "find its keys. It was written by another index or a bulk_insert/insert/append without "
                         "the bucket index. Help: keep writing this table with its original index type."
                     ) from e
-                self.buckets_by_partition.setdefault(bf.partition_path, {})[bucket] = bf.file_id
+                known = self.buckets_by_partition.setdefault(bf.partition_path, {})
+                if known.get(bucket, bf.file_id) != bf.file_id:
+                    # two file groups in one bucket (Java's bulk_insert of the same bucket twice):
+                    # a key may be in either, so writing to one would leave the other's copy stale.
+                    # Java refuses too (HoodieSimpleBucketIndex; docs/hudi/duplicate-keys.md).
+                    raise HoodieTableError(
+                        f"Partition '{bf.partition_path}' of {ctx.config.path} has two file groups in hash "
+                        f"bucket {bucket} ({known[bucket]} and {bf.file_id}): the BUCKET index cannot tell "
+                        "which holds a key. Help: roll back the write that added the second one (Apache "
+                        "Hudi's rollback_to_instant procedure)."
+                    )
+                known[bucket] = bf.file_id
 
     # -- keyed writes (upsert, delete) ---------------------------------------------------
     def assign(self, changes: pa.Table, tags, stored_ordering: StoredOrdering | None = None) -> Assignment:
@@ -133,8 +144,8 @@ class BucketAssigner:
             tombstones = tombstones.set_column(tombstones.schema.get_field_index(KIND), KIND, kinds)
             self._group(out, tombstones, row_fids)
             out.moved_from.update(pc.unique(row_fids).to_pylist())
-            out.moved_keys = rows.column(KEY).combine_chunks()
-            self.assign_inserts(out, rows)
+            out.moved_keys = pc.unique(rows.column(KEY).combine_chunks())
+            self.assign_inserts(out, _one_insert_per_key(rows, existing.filter(pc.invert(moved))))
         return existing.filter(stays), fid_col.filter(stays), locs.filter(stays)
 
     def _group(self, out: Assignment, rows: pa.Table, fid_col: pa.Array) -> None:
@@ -202,6 +213,19 @@ class BucketAssigner:
         out = Assignment()
         self._assign_hash_buckets(out, changes)
         return out
+
+
+def _one_insert_per_key(movers: pa.Table, in_place: pa.Table) -> pa.Table:
+    """The records a global index inserts in their new partition: a key stored in several file
+    groups (docs/hudi/duplicate-keys.md) has one mover per copy elsewhere, but is inserted once, and
+    not at all where a copy already sits in the record's partition (that copy is updated in place)."""
+    rows = movers.filter(
+        pc.invert(pc.is_in(movers.column(KEY), value_set=in_place.column(KEY).combine_chunks()))
+    )
+    if rows.num_rows <= 1 or pc.count_distinct(rows.column(KEY)).as_py() == rows.num_rows:
+        return rows
+    ranked = rows.take(pc.sort_indices(rows, sort_keys=[(KEY, "ascending")]))
+    return ranked.filter(pa.array(first_of_groups(ranked, [KEY])))
 
 
 def _add(out: Assignment, key: tuple[str, str], rows: pa.Table) -> None:

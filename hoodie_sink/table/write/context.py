@@ -7,7 +7,7 @@ pickling.  Tasks return TaskResults, the commit messages the coordinator complet
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -18,6 +18,7 @@ from hoodie_sink.table.format.file_group import BaseFile, SliceFiles, write_toke
 from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
+from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
 
@@ -52,8 +53,11 @@ class WriteContext:
     avg_record_size: int = 1024
     # (partition, file id) -> instant of the pending clustering that will replace it
     clustering: tuple[tuple[tuple[str, str], str], ...] = ()
-    # merge-on-read keyed writes: the latest file slice of every file group (where logs go)
+    # merge-on-read keyed writes: the latest file slice of every file group (where logs go), and
+    # the instants whose log blocks count when the write folds a slice's logs (the timeline the
+    # slices were listed on: a write still pending then, even one that died, never counts)
     log_slices: tuple[SliceFiles, ...] = ()
+    log_blocks: CommittedInstants | None = None
     # optimistic concurrency control: the timeline this write was planned on (Java's
     # lastCompletedTxnOwnerInstant and the writes pending then), to find what completed since
     last_completed: str | None = None
@@ -113,7 +117,10 @@ def keygen_for(ctx: WriteContext) -> KeyGenerator:
 def stored_keygen(ctx: WriteContext) -> KeyGenerator | None:
     """The key generator that gives the keys of stored rows in a virtual-key table
     (hoodie.populate.meta.fields=false, format/virtual_keys.py); None where files store them."""
-    return None if ctx.config.populate_meta_fields else keygen_for(ctx)
+    if ctx.config.populate_meta_fields:
+        return None
+    # stored rows are what they are: their keys are derived as Java derives them, ambiguous or not
+    return KeyGenerator(replace(keygen_config_of(ctx.config), allow_ambiguous_keys=True))
 
 
 def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
@@ -141,6 +148,7 @@ def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
         output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
         timezone=cfg.ts_timezone or "UTC",
         keyless=not cfg.record_key_fields,
+        allow_ambiguous_keys=cfg.allow_ambiguous_complex_keys,
     )
 
 

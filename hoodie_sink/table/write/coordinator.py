@@ -64,7 +64,10 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
+from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_scheduled
 from hoodie_sink.table.write.conflicts import check_clustering_conflicts, check_concurrent_writes
 from hoodie_sink.table.write.context import (
     KEYLESS_OPERATIONS,
@@ -106,10 +109,14 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     else:
         _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
+    if exists:  # a BUCKET write into a table that does not record its bucket layout
+        table = settle_bucket_layout(storage, cfg, table, timeline)
     existing = latest_schema(storage, timeline, table) if exists else None
     data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
     action = _action_of(cfg, table)
     instant = _publish_instant(storage, cfg, table, timeline, action)
+    if table.table_type == MERGE_ON_READ and cfg.operation in KEYED_OPERATIONS and existing:
+        instant, timeline = _settle_with_compaction_scheduling(storage, cfg, table, action, instant)
     base_files, avg_size, clustering, log_slices = _file_groups_to_assign(
         cfg, table, timeline, bool(existing)
     )
@@ -119,6 +126,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
         avg_record_size=avg_size,
         clustering=clustering,
         log_slices=log_slices,
+        log_blocks=CommittedInstants(Timeline(timeline.instants), before=instant) if log_slices else None,
         table=table,
         instant=instant,
         action=action,
@@ -210,6 +218,37 @@ def _publish_instant(
     )
     store.transition_to_inflight(requested, inflight_workload_json(op_type))
     return requested.timestamp
+
+
+def _settle_with_compaction_scheduling(
+    storage: Storage, cfg: WriteConfig, table: TableConfig, action: str, instant: str
+) -> tuple[str, ActiveTimeline]:
+    """The write's instant and the timeline its file slices are chosen from: listed after any
+    compaction being scheduled has published its plan, with no compaction later than the
+    instant (write/compaction_fence.py; docs/hudi/compaction-scheduling.md).  An instant stamped
+    before such a plan appeared is dropped (nothing is written under it yet) and the write starts
+    again at a new time after the plan's, so its logs may go to the slice of that compaction."""
+    store = TimelineStore(storage, zone=table.timeline_zone)
+    for _ in range(_RESTARTS):
+        wait_while_compaction_is_scheduled(storage)
+        timeline = ActiveTimeline.load(storage)
+        later = sorted(
+            i.timestamp for i in timeline.instants if i.action == COMPACTION and i.timestamp > instant
+        )
+        if not later:
+            return instant, timeline
+        log.info("hoodie: %s %s on %s starts again after compaction %s, planned while it started",
+                 action, instant, cfg.path, later[-1])  # fmt: skip
+        store.delete_pending(instant, action)
+        stop_heartbeat(storage, instant)
+        instant = _publish_instant(storage, cfg, table, timeline, action)
+    raise HoodieTableError(
+        f"Could not start a {action} on {storage.base_uri}: compactions were planned while it started, "
+        f"{_RESTARTS} times in a row. Nothing was written. Help: retry the write."
+    )
+
+
+_RESTARTS = 10
 
 
 def _file_groups_to_assign(

@@ -37,6 +37,7 @@ from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.file_slice import (
     DELETED_FLAG,
     ORDERING_VALUE,
+    CommittedInstants,
     MergeRule,
     read_file_slice,
     scan_logs,
@@ -227,16 +228,23 @@ def _delete_block(
     return log_format.LogBlock(log_format.DELETE_BLOCK, header, content)
 
 
-def read_current_slice(
-    storage: Storage, sl: SliceFiles, schema: pa.Schema, rule: MergeRule, instant: str
-) -> pa.Table:
-    """The merged rows of a slice as the write `instant` found it (a rewrite of its base file
-    starts from them).  Blocks of later instants are not part of it; failed writes' were rolled
-    back before the write began."""
+def log_blocks(ctx: WriteContext) -> CommittedInstants:
+    """The instants whose log blocks the write counts when it folds a slice's logs: those completed
+    when it began (docs/hudi/uncommitted-log-blocks.md).  Not merely those before its instant: a
+    write that died after writing its log, and whose heartbeat has not expired yet, is left pending
+    by the rollback at begin; folding its blocks into a rewritten base file would commit them."""
+    assert ctx.log_blocks is not None, "begin sets it for every write that lists file slices"
+    return ctx.log_blocks
+
+
+def read_current_slice(storage: Storage, sl: SliceFiles, schema: pa.Schema, rule: MergeRule,
+                       committed: CommittedInstants) -> pa.Table:  # fmt: skip
+    """The merged rows of a slice as the write found it (a rewrite of its base file starts from
+    them): the blocks of the instants `committed` counts."""
     base = BaseFile.parse(sl.partition_path, sl.base_name) if sl.base_name else None
     logs = [lf for name in sl.log_names if (lf := LogFile.parse(sl.partition_path, name)) is not None]
     file_slice = FileSlice(sl.partition_path, sl.file_id, sl.base_instant, base_file=base, log_files=logs)
-    return read_file_slice(storage, file_slice, schema, rule, lambda ts: ts < instant)
+    return read_file_slice(storage, file_slice, schema, rule, committed)
 
 
 def rewritten_slices(ctx: WriteContext) -> set[str]:
@@ -257,7 +265,7 @@ def current_rows(ctx: WriteContext, fid: str, base: BaseFile | None, schema: pa.
     storage = ctx.storage
     sl = ctx.slices_by_id.get(fid) if ctx.merge_on_read else None
     if sl is not None and sl.has_logs:
-        return read_current_slice(storage, sl, schema, MergeRule.of_table(ctx.table), ctx.instant)
+        return read_current_slice(storage, sl, schema, MergeRule.of_table(ctx.table), log_blocks(ctx))
     if base is None:
         return None
     return with_record_keys(read_base_file(storage, base.path, schema), stored_keygen(ctx))
@@ -299,7 +307,7 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
 def tombstoned(ctx: WriteContext, sl: SliceFiles, schema: pa.Schema) -> set[str]:
     """Keys whose latest record in the slice's logs is a delete."""
     logs = [lf for name in sl.log_names if (lf := LogFile.parse(sl.partition_path, name)) is not None]
-    state = scan_logs(ctx.storage, logs, schema, MergeRule.of_table(ctx.table), lambda ts: ts < ctx.instant)
+    state = scan_logs(ctx.storage, logs, schema, MergeRule.of_table(ctx.table), log_blocks(ctx))
     if state is None:
         return set()
     return set(state.filter(state.column(DELETED_FLAG)).column(META_COLUMNS[2]).to_pylist())
@@ -318,7 +326,7 @@ def current_ordering_values(
         if sl is None or not sl.has_logs:
             continue
         logs = [lf for name in sl.log_names if (lf := LogFile.parse(sl.partition_path, name)) is not None]
-        state = scan_logs(ctx.storage, logs, schema, rule, lambda ts: ts < ctx.instant)
+        state = scan_logs(ctx.storage, logs, schema, rule, log_blocks(ctx))
         if state is None:
             continue
         pos = pc.index_in(keys, value_set=state.column(RECORD_KEY).combine_chunks())

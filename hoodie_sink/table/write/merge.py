@@ -13,7 +13,10 @@ de-duplication does.
 
 Ordering rule (Hudi's DefaultHoodieRecordPayload / OverwriteWithLatest): with a precombine
 field the record with the highest value wins, within a batch and against the stored record;
-ties (and nulls) go to the later/incoming record.  Without one, the latest write wins.
+ties go to the later/incoming record.  Without one, the latest write wins.  A null ordering
+value counts as the smallest value (docs/hudi/null-ordering.md): an upsert refuses one
+(`refuse_null_ordering`, as Java 0.15 does), but a copy-on-write insert or bulk_insert stores
+them, and a stored null then loses to any incoming value, as in Java's copy-on-write merge.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.read.base_file import conform
 
@@ -38,9 +42,34 @@ def data_of(changes: pa.Table) -> pa.Table:
 
 
 def _not_greater(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """a <= b, with nulls on either side counted as 'not greater' (the later record wins)."""
-    gt = pc.greater(a, b)
-    return ~np.asarray(pc.fill_null(gt, False).to_numpy(zero_copy_only=False), dtype=bool)
+    """a <= b, a null being smaller than any value and two nulls equal (the later record wins);
+    as the readers order them (read/file_slice.py)."""
+    gt = pc.fill_null(pc.greater(a, b), False)
+    a_over_null = pc.and_(pc.is_valid(a), pc.is_null(b))
+    return ~np.asarray(pc.or_(gt, a_over_null).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def refuse_null_ordering(batch: pa.RecordBatch | pa.Table, precombine: str, operation: str) -> None:
+    """Refuse a batch holding a null ordering value (vectorised: one null count), for the writes
+    that write_path.ordered_input_field names.  Java 0.15's Spark writers fail such an upsert as a
+    whole, COW and MOR alike, whatever the payload class ("Ordering value is null for record",
+    docs/hudi/null-ordering.md).  The task fails, so the write aborts and the table stays as it was."""
+    i = batch.schema.get_field_index(precombine)
+    if i < 0:
+        return  # the input must have the column: coordinator._check_input_columns refuses it before
+    column = batch.column(i)
+    if column.null_count == 0:
+        return
+    first = pc.index(pc.is_null(column), True).as_py()
+    raise HoodieSchemaError(
+        f"Column '{precombine}' (option 'hoodie.datasource.write.precombine.field', the ordering field) "
+        f"is null in {column.null_count} of {batch.num_rows} rows of an input batch (first at row {first}) "
+        f"of the {operation} operation, so nothing was written: a record without an ordering value "
+        f"cannot be compared with the other records of its key. Apache Hudi 0.15 fails on it too "
+        f"('Ordering value is null for record': its upsert refuses it, its merge-on-read readers fail "
+        f"on it in a log file). Help: fill or filter those rows, e.g. df.na.drop(subset=['{precombine}']); "
+        f"insert and bulk_insert into a copy-on-write table compare nothing and accept them."
+    )
 
 
 def reduce_changes(changes: pa.Table, precombine: str | None, per_partition: bool = False) -> pa.Table:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 import posixpath
 import time
+from collections.abc import Iterable
 
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
-from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile
+from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile, join_partition
 from hoodie_sink.table.format.heartbeat import HEARTBEAT_DIR, clustering_runner_gone, is_alive, stop_heartbeat
+from hoodie_sink.table.format.log_format import block_instants
 from hoodie_sink.table.format.markers import APPEND, delete_markers, list_marked_files, marker_dir
 from hoodie_sink.table.format.rollback_metadata import (
     RollbackPlan,
@@ -27,6 +30,7 @@ from hoodie_sink.table.format.rollback_metadata import (
     plan_rollback,
 )
 from hoodie_sink.table.format.timeline.instant import (
+    COMPACTION,
     COMPLETED,
     INFLIGHT,
     REPLACE_COMMIT,
@@ -41,27 +45,82 @@ from hoodie_sink.table.storage import Storage
 log = logging.getLogger(__name__)
 
 
-def files_of_instant(storage: Storage, instant: str) -> list[str]:
-    """Data files an instant may have written: its markers (direct or timeline-server based),
-    or, with no marker folder at all, a listing of the files whose name carries the instant
-    (what Java's listing-based rollback does)."""
+def files_of_instant(
+    storage: Storage, instant: str, written: Iterable[str] = (), action: str | None = None
+) -> list[str]:
+    """Data files an instant wrote, to delete on its rollback (docs/hudi/mor-rollback.md):
+    `written`, the paths its commit metadata's write stats name (a completed instant: restore),
+    and its markers (direct or timeline-server based), or, with no marker folder at all, the
+    files whose name carries the instant (what Java's listing-based rollback does).
+    A log file's name carries its slice's base instant, not the writer's: a deltacommit that
+    appended to an older slice is found only through its markers or its write stats, never by
+    name.  A compaction writes base files only: the logs named with its instant belong to the
+    deltacommits that wrote into its slice."""
+    found = set(written)
     if storage.is_dir(marker_dir(instant)):
-        marked = list_marked_files(storage, instant)
-        appended = [path for path, io_type in marked if io_type == APPEND]
-        if appended:
-            # an APPEND marker names the slice's *base file* (format doc §8): deleting it would
-            # destroy committed data; Java appends a rollback command block to the log instead
+        for path, io_type in list_marked_files(storage, instant):
+            found.update(_appended_logs(storage, instant, path) if io_type == APPEND else [path])
+    else:
+        found.update(_files_named_with(storage, instant, logs=action != COMPACTION))
+    return sorted(found)
+
+
+def written_files(storage: Storage, instant: Instant) -> list[str]:
+    """The files a completed instant's write stats name.  A log file it wrote is deleted whole on
+    rollback, so a stat that appended to a log file holding earlier blocks (`logOffset` > 0:
+    Java on storage with append) is refused rather than destroying other instants' data."""
+    metadata = CommitMetadata.from_json(TimelineStore(storage).read_json(instant))
+    out = []
+    for stat in metadata.write_stats:
+        if not stat.path:
+            continue
+        if int(stat.extra.get("logOffset") or 0) > 0:
             raise HoodieTableError(
-                f"Cannot roll back pending instant {instant} on {storage.base_uri}: it appended to log "
-                f"files ({len(appended)} APPEND markers, e.g. {appended[0]}) and rolling back log "
-                "appends is not implemented. Help: roll it back with Apache Hudi (hudi-cli "
-                "'commit rollback') before writing with hoodie_sink."
+                f"Cannot roll back {instant.action} {instant.timestamp} on {storage.base_uri}: it appended "
+                f"to the log file {stat.path} after earlier blocks (logOffset {stat.extra['logOffset']}), "
+                "and rolling back such appends (a rollback command block) is not implemented. Help: roll it "
+                "back with Apache Hudi (hudi-cli 'commit rollback' or its restore)."
             )
-        return [path for path, _ in marked]
-    return _files_named_with(storage, instant)
+        out.append(stat.path)
+    return out
 
 
-def _files_named_with(storage: Storage, instant: str) -> list[str]:
+def _appended_logs(storage: Storage, instant: str, marked: str) -> list[str]:
+    """The log files a (Java) APPEND marker stands for.  Its name is the slice's base-file-style
+    name `<fileId>_<token>_<baseInstant>.parquet` (format doc §8), not the log file's: the logs
+    of that slice whose blocks all carry the instant are the ones it wrote (on storage without
+    append every write makes a new log version).  A log mixing its blocks with others' (an
+    append on HDFS) cannot be deleted and is refused."""
+    part, name = posixpath.split(marked)
+    bf = BaseFile.parse(part, name)
+    named = LogFile.parse(part, name) if bf is None else None  # a marker naming the log (1.x)
+    if bf is not None:
+        slice_id = (bf.file_id, bf.instant)
+    elif named is not None:
+        slice_id = (named.file_id, named.base_instant)
+    else:
+        return []
+    out = []
+    for log_name in storage.list_names(part):
+        lf = LogFile.parse(part, log_name)
+        if lf is None or (lf.file_id, lf.base_instant) != slice_id:
+            continue
+        rel = join_partition(part, log_name)
+        instants, damaged = block_instants(storage.read_bytes(rel), rel)
+        if instant not in instants and not (damaged and not instants):
+            continue  # another write's file (a damaged tail after its blocks is that write's)
+        if set(instants) != {instant}:  # mixed, or damaged from its first block: whose is it?
+            raise HoodieTableError(
+                f"Cannot roll back pending instant {instant} on {storage.base_uri}: the log file {rel} it "
+                "appended to holds blocks of other instants (or a damaged block), and rolling back "
+                "appends (a rollback command block) is not implemented. Help: roll it back with Apache "
+                "Hudi (hudi-cli 'commit rollback') before writing with hoodie_sink."
+            )
+        out.append(rel)
+    return out
+
+
+def _files_named_with(storage: Storage, instant: str, logs: bool = True) -> list[str]:
     found = []
     for rel in storage.walk_files(""):
         if rel.startswith(".hoodie/"):
@@ -71,7 +130,7 @@ def _files_named_with(storage: Storage, instant: str) -> list[str]:
         if bf is not None and bf.instant == instant:
             found.append(rel)
             continue
-        lf = LogFile.parse(part, name)
+        lf = LogFile.parse(part, name) if logs else None
         if lf is not None and lf.base_instant == instant:
             found.append(rel)
     return found
@@ -118,12 +177,12 @@ def rollback_instant(
     if storage.exists(store.path(instant.with_state(COMPLETED))):
         log.info("hoodie: %s %s completed meanwhile: nothing to roll back", instant.action, instant.timestamp)
         return 0
-    plan = plan_rollback(instant, files_of_instant(storage, instant.timestamp))
-    rollback = _request_rollback(storage, plan, after)
+    plan = plan_rollback(instant, files_of_instant(storage, instant.timestamp, action=instant.action))
+    rollback = request_rollback(storage, plan, after)
     return execute_rollback(storage, rollback, plan, keep_plan=keep_plan, deleted=deleted)
 
 
-def _request_rollback(storage: Storage, plan: RollbackPlan, after: str | None) -> Instant:
+def request_rollback(storage: Storage, plan: RollbackPlan, after: str | None) -> Instant:
     """`<r>.rollback.requested` with the plan: from here on the rollback is redone from its plan
     by the next writer (ours or Java's) if this one dies."""
     if after is None:

@@ -20,9 +20,13 @@ from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.keygen import KEYGEN_CLASSES, inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.markers import TEMP_DIR
 from hoodie_sink.table.format.properties import (
+    BUCKET_INDEX,
     COMMIT_TIME_STRATEGY,
     COPY_ON_WRITE,
     EVENT_TIME_STRATEGY,
+    K_BUCKET_HASH_FIELD,
+    K_INDEX_TYPE,
+    K_NUM_BUCKETS,
     MERGE_ON_READ,
     MERGER_STRATEGY_KEY,
     PROPERTIES_FILE,
@@ -125,7 +129,22 @@ def new_table_config(cfg: WriteConfig) -> TableConfig:
         payload_class=cfg.payload_class or default_payload(cfg.precombine_field),
         populate_meta_fields=check_virtual_keys(cfg, keygen),
         extra=_timestamp_keygen_props(cfg) if keygen == "TIMESTAMP" else {},
+        **bucket_layout_of(cfg),
     )
+
+
+def bucket_layout_of(cfg: WriteConfig) -> dict:
+    """The bucket layout a BUCKET write records in hoodie.properties (docs/hudi/bucket-layout.md):
+    the index type, the bucket count and the hash fields, resolved as Java resolves them (no hash
+    field: the record key fields; HoodieIndexConfig.validateBucketIndexConfig).  Nothing for the
+    other indexes: they find keys wherever they are, so any later index may follow them."""
+    if cfg.index_type != "bucket":
+        return {}
+    return {
+        "index_type": BUCKET_INDEX,
+        "num_buckets": cfg.num_buckets,
+        "bucket_hash_fields": cfg.bucket_hash_fields or cfg.record_key_fields,
+    }
 
 
 def _timestamp_keygen_props(cfg: WriteConfig) -> dict[str, str]:
@@ -176,8 +195,47 @@ def resolve_with_table(cfg: WriteConfig, table: TableConfig) -> WriteConfig:
         populate_meta_fields=table.populate_meta_fields,
         **{k: getattr(cfg, k) or v for k, v in ts.items()},
     )
+    resolved = resolved.with_(**_index_from_table(resolved, table))
     check_virtual_keys(resolved, keygen)
+    resolved.check_bucket_operation(table_says="index_type" not in cfg.explicit)
     return resolved
+
+
+def _index_from_table(cfg: WriteConfig, table: TableConfig) -> dict:
+    """The write's index settings against the layout hoodie.properties records: unset ones come
+    from the table, contradicting ones are refused.  A BUCKET table's keys are found only by
+    hashing them as its file groups were hashed, so a write with another index type, bucket count
+    or hash fields would insert stored keys again (docs/hudi/bucket-layout.md).  Hash fields are
+    compared as sets: Hudi takes their values in record-key order whatever order they are named in."""
+    ex = cfg.explicit
+    if table.index_type is None:
+        return {}  # not recorded: the begin of the write checks a BUCKET write against the file groups
+    if table.index_type != BUCKET_INDEX:
+        if cfg.index_type == "bucket":
+            _contradiction(cfg, K_INDEX_TYPE, "BUCKET", table.index_type)
+        return {}
+    if "index_type" in ex and cfg.index_type != "bucket":
+        _contradiction(cfg, K_INDEX_TYPE, cfg.index_type.upper(), BUCKET_INDEX)
+    hash_fields = table.bucket_hash_fields or cfg.record_key_fields
+    given_fields = cfg.bucket_hash_fields or cfg.record_key_fields
+    if "bucket_hash_fields" in ex and set(given_fields) != set(hash_fields):
+        _contradiction(cfg, K_BUCKET_HASH_FIELD, ",".join(given_fields), ",".join(hash_fields))
+    if "num_buckets" in ex and table.num_buckets is not None and cfg.num_buckets != table.num_buckets:
+        _contradiction(cfg, K_NUM_BUCKETS, str(cfg.num_buckets), str(table.num_buckets))
+    return {
+        "index_type": "bucket",
+        "num_buckets": table.num_buckets if table.num_buckets is not None else cfg.num_buckets,
+        "bucket_hash_fields": hash_fields,
+    }
+
+
+def _contradiction(cfg: WriteConfig, option: str, given: str, stored: str) -> None:
+    raise HoodieConfigError(
+        f"Option '{option}'='{given}' contradicts the table at {cfg.path}, whose hoodie.properties says "
+        f"'{stored}': its keys lie in the file groups of that bucket layout, and a write with another one would "
+        "insert stored keys again, or put new keys where the table's bucket index never finds them. Help: drop "
+        "the option (the table's setting is used) or write to a new path."
+    )
 
 
 def _refuse_cdc_logging(cfg: WriteConfig, table: TableConfig) -> None:

@@ -132,9 +132,8 @@ class UpsertTask:
         self.mor = ctx.merge_on_read
         self.slices = ctx.slices_by_id
         self._rewrite: set[str] = rewritten_slices(ctx)
-        self._slices_with_deletes = pa.array(
-            [s.file_id for s in ctx.log_slices if s.has_deletes], pa.string()
-        )
+        self._slices_with_deletes = [s.file_id for s in ctx.log_slices if s.has_deletes]
+        self._repeated: set[str] = set()  # file groups holding a changed key more than once
         self.stored_keygen = stored_keygen(ctx)
         self.index = KeyIndex(
             self.storage,
@@ -218,7 +217,7 @@ class UpsertTask:
         else:
             changes = self._reduce(changes)
             tag_started = time.perf_counter()
-            tags = self.index.tag(changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks())
+            changes, tags = self._locate(changes)
             tag_ms = int((time.perf_counter() - tag_started) * 1000)
             self.result.phase_ms["tag"] = self.result.phase_ms.get("tag", 0) + tag_ms
             # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
@@ -258,6 +257,24 @@ class UpsertTask:
         while self._buffered >= self.cfg.task_buffer_bytes and self._bucket_bytes:
             self._flush_bucket(max(self._bucket_bytes, key=lambda b: self._bucket_bytes[b]))
 
+    def _locate(self, changes: pa.Table) -> tuple[pa.Table, TagResult]:
+        """Tag every change with the file group holding its key.  A key stored in several file
+        groups (bulk_insert and insert keep duplicates) gets one change per file group, as Hudi's
+        bloom index tags every one, so an upsert or delete changes every copy.  A merge-on-read
+        file group holding a changed key twice is rewritten, not given a log: a log record meets
+        one base copy only in every reader (docs/hudi/duplicate-keys.md)."""
+        located = self.index.locate(
+            changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks()
+        )
+        if len(located.record) != changes.num_rows:
+            changes = changes.take(pa.array(located.record))
+        if len(located.repeated):
+            repeated = set(located.repeated.to_pylist())
+            self._repeated |= repeated
+            if self.mor:
+                self._rewrite |= repeated
+        return changes, located.tags
+
     def _reduce(self, changes: pa.Table) -> pa.Table:
         return reduce_changes(changes, self.precombine, per_partition=self.per_partition)
 
@@ -278,7 +295,9 @@ class UpsertTask:
         found = pc.is_valid(tags.file_id)
         if not pc.any(found).as_py():
             return changes, tags
-        checked = pc.and_(found, pc.invert(pc.is_in(tags.file_id, value_set=self._slices_with_deletes)))
+        # and not in file groups holding a key twice: there the rewrite compares every copy
+        merged_here = pa.array(self._slices_with_deletes + sorted(self._repeated), pa.string())
+        checked = pc.and_(found, pc.invert(pc.is_in(tags.file_id, value_set=merged_here)))
         rows = changes.filter(checked)
         if rows.num_rows == 0:
             return changes, tags

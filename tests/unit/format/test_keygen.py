@@ -27,7 +27,7 @@ from hoodie_sink.table.format.keygen import (
     unescape_path_name,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "hudi-tables"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hudi-tables"
 UTC = datetime.timezone.utc
 
 
@@ -561,8 +561,6 @@ def fixture_tables(root: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def unzipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"fixture tables not found at {FIXTURES}")
     root = tmp_path_factory.mktemp("hudi-tables")
     for zf in sorted(FIXTURES.glob("*.zip")):
         with zipfile.ZipFile(zf) as z:

@@ -27,7 +27,7 @@ from hoodie_sink.table.format.schema import (
     without_meta_fields,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "hudi-tables"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hudi-tables"
 
 
 # --------------------------------------------------------------------------------------------
@@ -37,8 +37,6 @@ FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Fixture name -> unzipped table base path."""
-    if not FIXTURES.is_dir():
-        pytest.skip(f"fixture tables not found at {FIXTURES}")
     root = tmp_path_factory.mktemp("hudi-tables")
     out: dict[str, Path] = {}
     for zf in sorted(FIXTURES.glob("*.zip")):

@@ -357,6 +357,27 @@ def test_key_in_several_files_newest_base_instant_wins(tmp_path):
     assert glob.partition_path.to_pylist() == ["p1", "p1", "p2", "p2", "p1", "p2", "p1"]
 
 
+def test_locate_finds_every_file_and_every_repeat_of_a_key(tmp_path):
+    # bulk_insert and insert keep duplicate keys: Hudi's bloom index tags every copy
+    old = _write_base_file(tmp_path, "p1", "fg-old", "20240101000000000", ["k1", "k2", "k2", "k3"])
+    new = _write_base_file(tmp_path, "p1", "fg-new", "20240202000000000", ["k2", "k4"])
+    other = _write_base_file(tmp_path, "p2", "fg-p2", "20240303000000000", ["k3", "k5"])
+    storage = Storage(str(tmp_path))
+    keys = pa.array(["k2", "k9", "k3", "k1"])
+    parts = pa.array(["p1", "p1", "p1", "p2"])
+    scoped = KeyIndex(storage, [other, new, old]).locate(keys, parts)
+    assert scoped.record.tolist() == [0, 0, 1, 2, 3]
+    assert scoped.tags.file_id.to_pylist() == ["fg-old", "fg-new", None, "fg-old", None]
+    assert scoped.repeated.to_pylist() == ["fg-old"]  # k2 twice in fg-old
+    glob = KeyIndex(storage, [old, other, new], global_index=True).locate(keys, parts)
+    assert glob.record.tolist() == [0, 0, 1, 2, 2, 3]
+    assert glob.tags.file_id.to_pylist() == ["fg-old", "fg-new", None, "fg-old", "fg-p2", "fg-old"]
+    assert glob.tags.partition_path.to_pylist() == ["p1", "p1", None, "p1", "p2", "p1"]
+    assert glob.repeated.to_pylist() == ["fg-old"]
+    none = KeyIndex(storage, [old]).locate(pa.array(["k1", "k3"]), pa.array(["p1", "p1"]))
+    assert none.record.tolist() == [0, 1] and len(none.repeated) == 0
+
+
 def test_files_without_footers_are_always_candidates(tmp_path):
     bare = _write_base_file(tmp_path, "", "fg-bare", "20240101000000000", ["m", "a", "z"], footer=False)
     with_footer = _write_base_file(tmp_path, "", "fg-foot", "20240101000000001", ["b", "c"])

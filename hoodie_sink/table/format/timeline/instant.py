@@ -14,6 +14,7 @@ COMMIT = "commit"
 DELTA_COMMIT = "deltacommit"
 REPLACE_COMMIT = "replacecommit"
 COMPACTION = "compaction"
+LOG_COMPACTION = "logcompaction"
 CLEAN = "clean"
 ROLLBACK = "rollback"
 
@@ -24,7 +25,7 @@ COMPLETED = "completed"
 # Actions whose completed instants carry data (what readers treat as commits).
 WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 _KNOWN_ACTIONS = (
-    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, "logcompaction", CLEAN, ROLLBACK,
+    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLEAN, ROLLBACK,
     "savepoint", "restore", "indexing", "schemacommit",
 )  # fmt: skip
 

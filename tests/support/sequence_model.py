@@ -220,7 +220,7 @@ SERVICES = ("compact", "cluster", "clean", "archive", "savepoint", "restore", "d
 # the relative frequency of each step
 WEIGHTS = {
     "upsert": 30, "insert": 7, "bulk_insert": 5, "delete": 8, "insert_overwrite": 3, "killed": 5,
-    "compact": 6, "cluster": 4, "clean": 3, "archive": 3, "savepoint": 4, "restore": 4,
+    "compact": 6, "cluster": 4, "clean": 3, "archive": 3, "savepoint": 6, "restore": 8,
     "delete_savepoint": 2, "expire": 2,
 }  # fmt: skip
 

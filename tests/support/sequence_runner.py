@@ -18,7 +18,7 @@ import hoodie_sink
 from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.heartbeat import heartbeat_path, release_heartbeat
-from hoodie_sink.table.format.timeline.instant import COMPACTION, WRITE_ACTIONS
+from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline
 from hoodie_sink.table.read.cdc import read_cdc
 from hoodie_sink.table.read.incremental import read_incremental
@@ -113,26 +113,7 @@ class SequenceRun:
         if self.savepoints:
             ops |= {"restore", "delete_savepoint"}
             ops.discard("savepoint")
-        if "killed_write_mor" in self.gaps and self.combo.mor:
-            ops.discard("killed")
-        if "restore_mor_logs" in self.gaps and self.combo.mor:
-            ops.discard("restore")
-        if (
-            "restore_pending_compaction" in self.gaps
-            and self.savepoints
-            and self._compaction_after(self.savepoints[-1])
-        ):
-            ops.discard("restore")
-        if "insert_overwrite_bucket" in self.gaps and self.combo.index == "bucket":
-            ops.discard("insert_overwrite")
         return ops
-
-    def _compaction_after(self, instant: str) -> bool:
-        """A compaction, planned or done (a merge-on-read table's `commit`), after `instant`."""
-        return any(
-            i.timestamp > instant and (i.action == COMPACTION or (self.combo.mor and i.action == "commit"))
-            for i in Timeline.load(self.storage).instants
-        )
 
     def run(self) -> None:
         after_killed = False
@@ -160,7 +141,7 @@ class SequenceRun:
         if op in ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite"):
             before = self.completed_writes()
             data = pa.Table.from_pylist(step.rows, SCHEMA)
-            if self.combo.index == "bucket" and op in ("insert", "bulk_insert"):
+            if self.combo.index == "bucket" and op in ("insert", "bulk_insert", "insert_overwrite"):
                 # refused (the README's BUCKET rule): they would write outside the hash buckets
                 with pytest.raises(HoodieConfigError, match="outside the hash buckets"):
                     hoodie_sink.write(

@@ -27,14 +27,6 @@ KNOWN_GAPS: dict[str, str] = {
     # only partly updated and deleted by later writes: inserts use new keys only.  Also the change
     # feed of such a key (read/cdc.py joins before and after on (partition, key): n copies -> n x n)
     "duplicate_keys": "issue 25 item 2",
-    # item 3: a killed deltacommit's log blocks are folded into a base-file rewrite by the next write
-    "killed_write_mor": "issue 25 item 3",
-    # item 4: a restore on MOR leaves the log files of the rolled-back deltacommits
-    "restore_mor_logs": "issue 25 item 4",
-    # item 5: a restore leaves the plans of rolled-back compactions pending
-    "restore_pending_compaction": "issue 25 item 5",
-    # item 6: insert_overwrite on a BUCKET table writes file groups outside the hash buckets
-    "insert_overwrite_bucket": "issue 25 item 6",
     # new (found by this test, not an item of issue 25): a compaction of a slice whose records were
     # all deleted writes no base file, so read_optimized keeps showing the old base file's deleted
     # rows (and the slice stays uncompacted); with the switch read_optimized after a full compaction

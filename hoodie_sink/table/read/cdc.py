@@ -27,9 +27,10 @@ of every replaced record and an insert of every new one).
 Cost: per write, one listing of the partitions it touched, and the touched file groups read
 twice, their slices as of p and as of t (base file and log files), whatever the table's size; its
 commit file is read once at planning, and opening the two states reads the timeline's clean
-files (the time-travel bound) and a commit file (the schema).  Keys are assumed unique within a
-partition, as upserts keep them (the `insert` operation's duplicates of a key pair up
-arbitrarily).
+files (the time-travel bound) and a commit file (the schema).  A key stored several times (the
+`insert` and `bulk_insert` operations keep duplicates) shows one change per copy that changed:
+the k-th copy before pairs with the k-th copy after, in file group then file order (diff_states;
+docs/hudi/cdc-duplicate-keys.md, where Hudi collapses the copies instead).
 
 The JSON images, as Apache Hudi's source (apache/hudi) makes them:
 * Columns: the table's data columns in schema order, without the meta fields.  That is what

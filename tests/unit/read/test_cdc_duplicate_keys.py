@@ -5,6 +5,7 @@ changed, each copy before paired with one copy after.  The expected rows are wri
 from __future__ import annotations
 
 import json
+import os
 
 import pyarrow as pa
 import pytest
@@ -32,8 +33,6 @@ def write(path: str, table_type: str, rows: list[tuple], operation: str, **extra
 
 
 def _exists(path: str) -> bool:
-    import os
-
     return os.path.isdir(os.path.join(path, ".hoodie"))
 
 
@@ -44,7 +43,15 @@ def last_feed(path: str, before: str) -> list[tuple]:
         old = r["before"] and json.loads(r["before"])
         new = r["after"] and json.loads(r["after"])
         row = new or old
-        out.append((r["op"], row["part"], row["id"], old and (old["part"], old["v"]), new and (new["part"], new["v"])))
+        out.append(
+            (
+                r["op"],
+                row["part"],
+                row["id"],
+                old and (old["part"], old["v"]),
+                new and (new["part"], new["v"]),
+            )
+        )
     return sorted(out, key=str)
 
 
@@ -83,7 +90,10 @@ def test_an_upsert_of_a_key_stored_in_two_file_groups_is_two_updates(tmp_path, t
     write(path, table_type, [("k", "p0", 1, 2)], "bulk_insert")
     first = write(path, table_type, [("k", "p0", 2, 9)], "upsert")
     assert snapshot(path) == [("p0", "k", 9), ("p0", "k", 9), ("p0", "o", 0)]
-    assert last_feed(path, first) == [("u", "p0", "k", ("p0", 1), ("p0", 9)), ("u", "p0", "k", ("p0", 2), ("p0", 9))]
+    assert last_feed(path, first) == [
+        ("u", "p0", "k", ("p0", 1), ("p0", 9)),
+        ("u", "p0", "k", ("p0", 2), ("p0", 9)),
+    ]
     first = write(path, table_type, [("k", "p0", 3, 0)], "delete")
     assert last_feed(path, first) == [("d", "p0", "k", ("p0", 9), None)] * 2
 
@@ -129,7 +139,10 @@ def test_an_insert_of_a_stored_key_is_one_insert(tmp_path, table_type, small_fil
     assert last_feed(path, first) == [("i", "p0", "k", None, ("p0", 2))]
     # the next upsert updates both copies, each once
     first = write(path, table_type, [("k", "p0", 3, 9)], "upsert", **limit)
-    assert last_feed(path, first) == [("u", "p0", "k", ("p0", 1), ("p0", 9)), ("u", "p0", "k", ("p0", 2), ("p0", 9))]
+    assert last_feed(path, first) == [
+        ("u", "p0", "k", ("p0", 1), ("p0", 9)),
+        ("u", "p0", "k", ("p0", 2), ("p0", 9)),
+    ]
 
 
 def test_merge_on_read_a_log_update_then_a_rewrite_of_a_file_group_holding_the_key_twice(tmp_path):
@@ -144,4 +157,7 @@ def test_merge_on_read_a_log_update_then_a_rewrite_of_a_file_group_holding_the_k
     assert last_feed(path, first) == [("i", "p0", "k", None, ("p0", 3))]
     first = write(path, mor, [("k", "p0", 4, 9)], "upsert", **packing)
     assert snapshot(path) == [("p0", "k", 9), ("p0", "k", 9), ("p0", "o", 0)]
-    assert last_feed(path, first) == [("u", "p0", "k", ("p0", 2), ("p0", 9)), ("u", "p0", "k", ("p0", 3), ("p0", 9))]
+    assert last_feed(path, first) == [
+        ("u", "p0", "k", ("p0", 2), ("p0", 9)),
+        ("u", "p0", "k", ("p0", 3), ("p0", 9)),
+    ]

@@ -159,8 +159,9 @@ class SequenceModel:
         record key): a record with commit time t is an insert, or an update of the record it
         replaces there; a record gone is a delete.  So an insert_overwrite that writes a key again
         where it was is an update, and a partition move is a delete and an insert.
-        Returned as {(t, key): (ops, before images, after images)}, each sorted: the copies of a key
-        stored twice pair up in no defined order."""
+        Returned as {(t, key): (ops, before images, after images)}, each sorted: one change per copy
+        that changed (docs/hudi/cdc-duplicate-keys.md); which copy before pairs with which after
+        follows the file layout (file group, position), which the model does not know."""
         out: dict = {}
         prev: dict = {}
         for t, state in self.history:
@@ -189,7 +190,12 @@ def feed_changes(t: str, before: dict, after: dict) -> dict:
     for (_, key), (old, new) in groups.items():
         changed = [c for c in new if c.commit == t]
         kept = [c.key() for c in new if c.commit != t]
-        gone = [c for c in old if c.key() not in kept]
+        gone = []
+        for c in old:  # each copy kept accounts for one copy before (copies may be equal)
+            if c.key() in kept:
+                kept.remove(c.key())
+            else:
+                gone.append(c)
         ops = (
             ["u"] * min(len(gone), len(changed))
             + ["i"] * (len(changed) - len(gone))

@@ -78,7 +78,9 @@ class SequenceRun:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed * 7919 + zlib.crc32(str(self.combo).encode()))
         self.model = SequenceModel(self.combo.index, self.combo.move)
-        self.gen = StepGenerator(self.seed, unique_inserts="duplicate_keys" in self.gaps)
+        self.gen = StepGenerator(
+            self.seed, unique_inserts="duplicate_keys_move" in self.gaps and self.combo.move
+        )
         retained = self.rng.randrange(1, 4)
         self.options = {
             **options_for(self.combo.index, self.combo.move),

@@ -27,9 +27,10 @@ of every replaced record and an insert of every new one).
 Cost: per write, one listing of the partitions it touched, and the touched file groups read
 twice, their slices as of p and as of t (base file and log files), whatever the table's size; its
 commit file is read once at planning, and opening the two states reads the timeline's clean
-files (the time-travel bound) and a commit file (the schema).  Keys are assumed unique within a
-partition, as upserts keep them (the `insert` operation's duplicates of a key pair up
-arbitrarily).
+files (the time-travel bound) and a commit file (the schema).  A key stored several times (the
+`insert` and `bulk_insert` operations keep duplicates) shows one change per copy that changed:
+the k-th copy before pairs with the k-th copy after, in file group then file order (diff_states;
+docs/hudi/cdc-duplicate-keys.md, where Hudi collapses the copies instead).
 
 The JSON images, as Apache Hudi's source (apache/hudi) makes them:
 * Columns: the table's data columns in schema order, without the meta fields.  That is what
@@ -318,7 +319,8 @@ def _read_file_groups(snap: Snapshot, listing: Listing, groups: set[FileGroupId]
         refs = [slice_ref(sl) for sl in view.read_slices(snap.instant)]
     else:
         refs = [bf.path for bf in view.latest_base_files(snap.instant)]
-    parts = [snap.read_ref(ref) for ref in refs if _file_group(ref) in groups]
+    # in file group order: the copies of a key are paired in that order (diff_states)
+    parts = [snap.read_ref(ref) for ref in sorted(refs, key=_file_group) if _file_group(ref) in groups]
     return pa.concat_tables(parts, promote_options="permissive") if parts else snap.schema.empty_table()
 
 
@@ -332,36 +334,78 @@ def _file_group(ref: str) -> FileGroupId:
 
 def diff_states(before: pa.Table, after: pa.Table, instant: str) -> pa.Table:
     """The changes write `instant` made, from the records of some file groups before it and after
-    it (meta + data columns, the same schema): CDC_SCHEMA's columns, then the partition path and
-    record key of each change, ordered by them."""
-    written = after.filter(pc.equal(after.column(COMMIT_TIME), instant))
-    old = _numbered_keys(before, "_old")
-    new = _numbered_keys(written, "_new")
-    # Acero builds its hash table on the right input: the write's records (few), probed by the
-    # file groups' records before it (many)
-    upserts = old.join(new, keys=KEY, join_type="right outer")
-    inserted = pc.is_null(upserts.column("_old"))
-    # keys are unique, so after = before - deleted + inserted: when the counts say nothing was
-    # deleted (every upsert), the anti-join of the two whole states is skipped
-    n_inserted = pc.sum(inserted).as_py() or 0
-    if before.num_rows + n_inserted == after.num_rows:
-        deletes = old.schema.empty_table()
-    else:
-        deletes = old.join(after.select(KEY), keys=KEY, join_type="left anti")
+    it (meta + data columns, the same schema; each in file group order, then position in the file):
+    CDC_SCHEMA's columns, then the partition path and record key of each change, ordered by them.
+
+    One row per copy that changed (docs/hudi/cdc-duplicate-keys.md): a key may be stored several
+    times (bulk_insert and insert keep duplicates).  The copies the write left alone (older commit
+    time, the same commit seqno) are set aside; of the rest, the k-th copy of a (partition, key)
+    before pairs with its k-th copy written by `instant` (an update), a copy left over after is an
+    insert, one left over before a delete."""
+    is_new = pc.equal(after.column(COMMIT_TIME), instant)
+    written = after.filter(is_new)
+    old = _numbered(before, "_old")
+    new = _numbered(written, "_new")
+    kept = _numbered(after.filter(pc.invert(is_new)), "_kept")
+    # Acero builds its hash table on the right input: the write's keys (few), probed by the file
+    # groups' records (many).  First only the copies of the keys the write wrote are compared ...
+    touched = new.select(KEY)
+    gone = _vanished(old.join(touched, keys=KEY, join_type="left semi"),
+                     kept.join(touched, keys=KEY, join_type="left semi"))  # fmt: skip
+    # ... and when the counts say that no other copy went (every upsert), the comparison of the
+    # two whole states is skipped
+    if before.num_rows - gone.num_rows + written.num_rows != after.num_rows:
+        gone = _vanished(old, kept)
+    pairs = _ranked(gone, KEY, "_old").join(
+        _ranked(new, KEY, "_new"), keys=[*KEY, COPY], join_type="full outer"
+    )
+    pairs = pairs.sort_by([*((c, "ascending") for c in KEY), (COPY, "ascending")])
+    inserted, deleted = pc.is_null(pairs.column("_old")), pc.is_null(pairs.column("_new"))
+    updated = pc.invert(pc.or_(inserted, deleted))
     data = [n for n in before.schema.names if n not in META_COLUMNS]
     rows = [
-        _change_rows(INSERT, instant, upserts.filter(inserted), None, (written, "_new"), data),
-        _change_rows(
-            UPDATE, instant, upserts.filter(pc.invert(inserted)), (before, "_old"), (written, "_new"), data
-        ),
-        _change_rows(DELETE, instant, deletes, (before, "_old"), None, data),
+        _change_rows(INSERT, instant, pairs.filter(inserted), None, (written, "_new"), data),
+        _change_rows(UPDATE, instant, pairs.filter(updated), (before, "_old"), (written, "_new"), data),
+        _change_rows(DELETE, instant, pairs.filter(deleted), (before, "_old"), None, data),
     ]
+    # a stable sort: the copies of a key stay in their order
     return pa.concat_tables(rows).sort_by([(c, "ascending") for c in KEY])
 
 
-def _numbered_keys(rows: pa.Table, name: str) -> pa.Table:
+COPY = "_copy"  # the rank of a copy among the copies of its (partition, key), 0 first
+# a copy's identity: a write that leaves a record alone keeps its commit time and seqno
+COPY_IDENTITY = [*KEY, COMMIT_TIME, META_COLUMNS[1]]
+
+
+def _numbered(rows: pa.Table, name: str) -> pa.Table:
     """The identity of each row and its row number (under `name`)."""
-    return rows.select(KEY).append_column(name, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    ids = rows.select(COPY_IDENTITY)
+    return ids.append_column(name, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+
+
+def _vanished(old: pa.Table, kept: pa.Table) -> pa.Table:
+    """The copies of `old` (_numbered rows) that are not among the `kept` ones.  Equal identities
+    are paired off one to one (the rank among them), so that a copy kept never hides two."""
+    left = _ranked(old, COPY_IDENTITY, "_old")
+    right = _ranked(kept, COPY_IDENTITY, "_kept").select([*COPY_IDENTITY, COPY])
+    return left.join(right, keys=[*COPY_IDENTITY, COPY], join_type="left anti").drop_columns([COPY])
+
+
+def _ranked(rows: pa.Table, by: list[str], number: str) -> pa.Table:
+    """`rows` with COPY: the rank of each row among those with the same `by` values, in the order
+    of the row numbers under `number` (a cumulative count over the rows sorted by them)."""
+    n = rows.num_rows
+    if n == 0:
+        return rows.append_column(COPY, pa.array([], pa.int64()))
+    rows = rows.take(pc.sort_indices(rows, [(c, "ascending") for c in [*by, number]]))
+    starts = np.zeros(n, dtype=bool)
+    starts[0] = True
+    for name in by:
+        col = rows.column(name)
+        differs = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True)
+        starts[1:] |= differs.to_numpy()
+    position = np.arange(n, dtype=np.int64)
+    return rows.append_column(COPY, pa.array(position - np.maximum.accumulate(np.where(starts, position, 0))))
 
 
 def _change_rows(

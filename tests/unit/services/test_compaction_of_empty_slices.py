@@ -106,3 +106,28 @@ def test_the_emptied_file_group_takes_new_writes_and_its_old_slice_is_cleaned(tm
     assert ours.column("id").to_pylist() == [3] and ours.column("ts").to_pylist() == [4]
     assert read_snapshot(path, read_optimized=True).column("id").to_pylist() == [3]
     assert hudi_rs_read_optimized(path).column("id").to_pylist() == [3]
+
+
+def test_other_rewrites_of_an_emptied_file_group_settle_it(tmp_path):
+    """What the other services that rewrite a slice do when every row is deleted (passing before
+    the compaction fix; kept as the check the doc cites): a copy-on-write merge writes an empty base
+    file version; clustering writes no file and replaces the emptied file groups."""
+    cow = str(tmp_path / "cow")
+    write(cow, [1], 1, **{"hoodie.datasource.write.table.type": "COPY_ON_WRITE"})
+    write(cow, [1], 2, "delete", **{"hoodie.datasource.write.table.type": "COPY_ON_WRITE"})
+    storage = Storage(cow)
+    (fg,) = FileSystemView.load(storage).file_groups()
+    with storage.open_input_file(fg.latest_slice.base_file.path) as f:
+        assert pq.ParquetFile(f).metadata.num_rows == 0
+    assert read_both(cow)[1].num_rows == 0 and read_snapshot(cow, read_optimized=True).num_rows == 0
+
+    mor = str(tmp_path / "mor")
+    write(mor, [1, 2], 1, "bulk_insert")
+    write(mor, [3], 1, "bulk_insert")  # a second file group
+    write(mor, [1, 2, 3], 2, "delete")  # every row of both, in logs
+    clustering = {"hoodie.clustering.plan.strategy.small.file.limit": str(10 << 20)}
+    result = hoodie_sink.cluster(mor, {**OPTS, **clustering})
+    assert result is not None and result.input_files == 2 and result.output_files == 0
+    assert FileSystemView.load(Storage(mor)).file_groups() == []  # both replaced
+    assert read_both(mor)[1].num_rows == 0 and read_snapshot(mor, read_optimized=True).num_rows == 0
+    assert hudi_rs_read_optimized(mor).num_rows == 0

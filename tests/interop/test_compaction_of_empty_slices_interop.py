@@ -41,7 +41,9 @@ def _compacted(path) -> tuple[str, dict, pq.FileMetaData]:
     """The compaction's instant, its one write stat, and the footer of the base file it wrote."""
     storage = Storage(str(path))
     store = TimelineStore(storage)
-    (commit,) = [i for i in Timeline.load(storage).completed((COMMIT,)) if store.read_json(i).get("compacted")]
+    (commit,) = [
+        i for i in Timeline.load(storage).completed((COMMIT,)) if store.read_json(i).get("compacted")
+    ]
     (stat,) = [st for sts in store.read_json(commit)["partitionToWriteStats"].values() for st in sts]
     with storage.open_input_file(stat["path"]) as f:
         return commit.timestamp, stat, pq.ParquetFile(f).metadata
@@ -84,7 +86,11 @@ def test_ours_compacts_an_emptied_slice_as_java_does_and_java_reads_it(java_hudi
     # Java reads the table we compacted: snapshot and read_optimized hold no deleted row
     assert_readers_agree(java_hudi.read(path), path, model.rows())
     ro_java = java_hudi.read(path, **{"hoodie.datasource.query.type": "read_optimized"})
-    assert _ro_rows(ro_java) == _ro_rows(read_snapshot(str(path), read_optimized=True)) == sort_rows(model.rows())
+    assert (
+        _ro_rows(ro_java)
+        == _ro_rows(read_snapshot(str(path), read_optimized=True))
+        == sort_rows(model.rows())
+    )
     slices = java_hudi.call("file_slices", path=str(path), partitions=["sf"])["sf"]
     assert [(s[1], s[2] is not None) for s in slices] == [(o_instant, True)]
 
@@ -93,6 +99,8 @@ def test_ours_compacts_an_emptied_slice_as_java_does_and_java_reads_it(java_hudi
     java_hudi.write(path, pa.Table.from_pylist(batch, ARROW), java_options(MOR))
     model.upsert(batch)
     assert_readers_agree(java_hudi.read(path), path, model.rows())
-    assert {fg.file_id for fg in FileSystemView.load(Storage(str(path))).file_groups() if fg.partition_path == "sf"} == {
-        s[0] for s in slices
-    }
+    assert {
+        fg.file_id
+        for fg in FileSystemView.load(Storage(str(path))).file_groups()
+        if fg.partition_path == "sf"
+    } == {s[0] for s in slices}

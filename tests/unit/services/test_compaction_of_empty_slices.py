@@ -32,13 +32,19 @@ OPTS = {
 
 def write(path: str, ids, ts: int, operation: str = "upsert", **options: str) -> None:
     rows = [{"id": i, "part": "a", "ts": ts, "v": f"v{ts}-{i}"} for i in ids]
-    hoodie_sink.write(pa.Table.from_pylist(rows), path, {**OPTS, **options, "hoodie.datasource.write.operation": operation})
+    hoodie_sink.write(
+        pa.Table.from_pylist(rows), path, {**OPTS, **options, "hoodie.datasource.write.operation": operation}
+    )
 
 
 def hudi_rs_read_optimized(path: str) -> pa.Table:
     from hudi import HudiTableBuilder
 
-    table = HudiTableBuilder.from_base_uri(path).with_option("hoodie.read.use.read_optimized.mode", "true").build()
+    table = (
+        HudiTableBuilder.from_base_uri(path)
+        .with_option("hoodie.read.use.read_optimized.mode", "true")
+        .build()
+    )
     batches = table.read()
     return pa.Table.from_batches(batches) if batches else pa.table({})
 

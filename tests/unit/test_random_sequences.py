@@ -35,11 +35,6 @@ KNOWN_GAPS: dict[str, str] = {
     "restore_pending_compaction": "issue 25 item 5",
     # item 6: insert_overwrite on a BUCKET table writes file groups outside the hash buckets
     "insert_overwrite_bucket": "issue 25 item 6",
-    # new (found by this test, not an item of issue 25): a compaction of a slice whose records were
-    # all deleted writes no base file, so read_optimized keeps showing the old base file's deleted
-    # rows (and the slice stays uncompacted); with the switch read_optimized after a full compaction
-    # must hold every live row, and beside them only rows of records deleted since
-    "ro_after_emptying_compaction": "new: compaction of an emptied slice",
 }
 
 SEEDS = range(int(os.environ.get("HOODIE_MODEL_SEEDS", "10")))

@@ -106,6 +106,7 @@ class LogStats:
     rollback_blocks: int = 0
     files: int = 0
     bytes: int = 0
+    deletes: int = 0  # records the logs deleted from the merge result (Java's numDeletes of a compaction)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,10 @@ def read_file_slice(
     if skip_merge:
         logs = merge_with_base(None, merged, schema, rule)
         return pa.concat_tables([base, logs.cast(base.schema)]) if base is not None else logs
-    return merge_with_base(base, merged, schema, rule)
+    rows = merge_with_base(base, merged, schema, rule)
+    if stats is not None and merged is not None:
+        stats.deletes += _deleted_records(merged, rows)
+    return rows
 
 
 # ------------------------------------------------------------------------------------ log scan
@@ -312,6 +316,20 @@ def _fold_unique(state: pa.Table, incoming: pa.Table, rule: MergeRule) -> pa.Tab
 
 
 # ------------------------------------------------------------------------------ base vs logs
+
+
+def _deleted_records(logs: pa.Table, rows: pa.Table) -> int:
+    """Keys whose merged log record is a delete and that the merge result does not hold (a delete
+    that lost to the base row deletes nothing): what Java's merge handle counts as deleted, also
+    for a key the base file never held (docs/hudi/compaction-of-empty-slices.md)."""
+    deleted = _bools(logs.column(_DEL))
+    if IS_DELETED in logs.column_names:
+        deleted |= _bools(logs.column(IS_DELETED))
+    if not deleted.any():
+        return 0
+    keys = logs.column(RECORD_KEY).filter(pa.array(deleted))
+    kept = pc.is_in(keys, value_set=rows.column(RECORD_KEY).combine_chunks())
+    return int(len(keys) - pc.sum(kept).as_py())
 
 
 def merge_with_base(

@@ -10,7 +10,8 @@ go to a slice the plan compacts without them.
 
 Execute: `<c>.compaction.inflight` (empty), then each slice's base file and logs are merged (the
 snapshot merge of read/file_slice.py) into `<fileId>_<token>_<c>.parquet`, rows keeping their
-commit time and sequence number (Java's preserve.commit.metadata default); then `<c>.commit`
+commit time and sequence number (Java's preserve.commit.metadata default), an empty file when the
+logs deleted every record (docs/hudi/compaction-of-empty-slices.md); then `<c>.commit`
 with operation COMPACT and `compacted: true`.  Readers see the old slices until that file
 appears and the new ones from then on.  The old slices stay for the cleaner.
 
@@ -230,8 +231,11 @@ def compact_operation(
     committed = CommittedInstants(timeline, before=job.instant)
     scan = LogStats()
     rows = read_file_slice(storage, _slice_of(op), schema, job.rule, committed, stats=scan)
-    if rows.num_rows == 0:
-        return None  # every record deleted: the file group ends (the cleaner removes the old slice)
+    if op.base_file is None and scan.records == 0:
+        return None  # no base file and no log record counts (all rolled back): nothing to write, as Java
+    # A slice whose records were all deleted still gets its (empty) base file, as Java writes it:
+    # the old base file stops being the latest (read_optimized shows no deleted row) and the slice
+    # has no logs left to plan again (docs/hudi/compaction-of-empty-slices.md).
     writer = BaseFileWriter(
         storage, op.partition_path, op.file_id, token, job.instant, index,
         schema, job.avro_with_meta, parquet_settings_of(job.config), prev_commit=op.base_instant,
@@ -241,6 +245,7 @@ def compact_operation(
     stat = writer.write_all(data, keys, rows.column(META_COLUMNS[0]), rows.column(META_COLUMNS[1]))
     stat.num_update_writes = 0
     stat.num_inserts = rows.num_rows
+    stat.num_deletes = scan.deletes
     stat.extra.update(
         {
             "totalLogRecords": scan.records,

@@ -100,11 +100,12 @@ def test_an_upsert_of_a_key_stored_in_two_file_groups_is_two_updates(tmp_path, t
 
 @pytest.mark.parametrize("table_type", TABLE_TYPES)
 def test_a_global_index_upsert_of_a_key_in_two_partitions_updates_both_in_place(tmp_path, table_type):
-    """Without hoodie.bloom.index.update.partition.path each copy is updated where it is stored."""
+    """With hoodie.bloom.index.update.partition.path=false each copy is updated where it is stored."""
     path = str(tmp_path / "t")
-    write(path, table_type, [("k", "p0", 1, 1)], "bulk_insert", **GLOBAL)
-    write(path, table_type, [("k", "p1", 1, 2)], "bulk_insert", **GLOBAL)
-    first = write(path, table_type, [("k", "p0", 2, 9)], "upsert", **GLOBAL)
+    in_place = {**GLOBAL, "hoodie.bloom.index.update.partition.path": "false"}
+    write(path, table_type, [("k", "p0", 1, 1)], "bulk_insert", **in_place)
+    write(path, table_type, [("k", "p1", 1, 2)], "bulk_insert", **in_place)
+    first = write(path, table_type, [("k", "p0", 2, 9)], "upsert", **in_place)
     # the images hold the data columns: the copy stored in p1 takes the record's values, part "p0"
     assert last_feed(path, first) == [
         ("u", "p0", "k", ("p0", 1), ("p0", 9)),

@@ -35,7 +35,7 @@ from hoodie_sink.table.read.base_file import count_rows
 from hoodie_sink.table.read.cdc import read_cdc
 from hoodie_sink.table.read.incremental import read_incremental
 from hoodie_sink.table.read.snapshot import Snapshot, read_snapshot, slice_ref
-from hoodie_sink.table.services import clustering, compaction, savepoint, validation
+from hoodie_sink.table.services import clustering, compaction, validation
 from hoodie_sink.table.services.archival import (
     ArchivalConfig,
     ArchivalResult,
@@ -43,6 +43,13 @@ from hoodie_sink.table.services.archival import (
     run_archival,
 )
 from hoodie_sink.table.services.cleaning import CleanConfig, CleanResult, committed_file_groups, run_clean
+from hoodie_sink.table.services.savepoint import (
+    SavepointInfo,
+    create_savepoint,
+    delete_savepoint,
+    list_savepoints,
+    restore,
+)
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 from hoodie_sink.table.write.rollback import rollback_instant
@@ -236,6 +243,10 @@ class Table:
         view = FileSystemView.load(self.storage, self.timeline())
         return [sl for fg in view.file_groups() if (sl := fg.latest_slice) is not None]
 
+    def base_file_rows(self, sl: FileSlice) -> int:
+        """The rows of a slice's base file (its footer's count; 0 without one)."""
+        return count_rows(self.storage, sl.base_file.path) if sl.base_file else 0
+
     def live_rows(self) -> list[SliceRows]:
         """The file slices a snapshot reads, each with the rows it holds for readers: a base file's
         rows from its footer, a slice with logs merged first (a merge-on-read table's updates and
@@ -243,10 +254,8 @@ class Table:
         snap = self.open_snapshot()
         out = []
         for sl in snap.file_slices():
-            if sl.log_files:
-                rows = snap.read_ref(slice_ref(sl), []).num_rows
-            else:
-                rows = count_rows(self.storage, sl.base_file.path) if sl.base_file else 0
+            # a slice with logs is merged (the row count of an empty projection), else its footer says
+            rows = snap.read_ref(slice_ref(sl), []).num_rows if sl.log_files else self.base_file_rows(sl)
             out.append(SliceRows(sl, rows))
         return out
 
@@ -284,19 +293,19 @@ class Table:
 
     def savepoint(
         self, instant: str | None = None, user: str | None = None, comments: str = ""
-    ) -> savepoint.SavepointInfo:
+    ) -> SavepointInfo:
         """Pin the table as of a completed commit (default: the latest)."""
-        return savepoint.create_savepoint(self.storage, instant, user, comments)
+        return create_savepoint(self.storage, instant, user, comments)
 
-    def savepoints(self) -> list[savepoint.SavepointInfo]:
-        return savepoint.list_savepoints(self.storage)
+    def savepoints(self) -> list[SavepointInfo]:
+        return list_savepoints(self.storage)
 
     def delete_savepoint(self, instant: str) -> None:
-        savepoint.delete_savepoint(self.storage, instant)
+        delete_savepoint(self.storage, instant)
 
     def restore(self, savepoint_instant: str) -> list[str]:
         """Roll the table back to a savepoint; the instants rolled back.  Stop its writers first."""
-        return savepoint.restore(self.storage, savepoint_instant, self.write_config())
+        return restore(self.storage, savepoint_instant, self.write_config())
 
     def rollback(self, instant: str) -> RollbackResult:
         """Roll back a pending write whose writer is gone (its heartbeat expired).  Completed

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile, join_partition
@@ -226,7 +226,16 @@ def execute_rollback(
     delete_markers(storage, target.timestamp)
     taken_ms = int((time.monotonic() - started) * 1000)
     metadata = encode_rollback_metadata(rollback.timestamp, taken_ms, plan, files, [], storage.base_uri)
-    store.complete(inflight, metadata)
+    try:
+        store.complete(inflight, metadata)
+    except HoodieCommitStateUnknown:
+        # Another writer that saw this rollback pending redid it from the same plan and published
+        # it first (on S3 the completed file is never overwritten, and its metadata differs from
+        # ours only in time taken): the rollback is done either way.
+        if not storage.exists(store.path(inflight.with_state(COMPLETED))):
+            raise
+        log.info("hoodie: rollback %s was completed by another writer meanwhile", rollback.timestamp)
+        return len(files)
     log.info("hoodie: rolled back %s %s in rollback %s (%d files deleted)", target.action, target.timestamp,
              rollback.timestamp, len(files))  # fmt: skip
     return len(files)

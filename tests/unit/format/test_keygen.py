@@ -425,7 +425,8 @@ def ts_paths(values: pa.Array | list, **kwargs: object) -> list[str]:
 
 
 def test_timestamp_fixture_case() -> None:
-    """§9.2 sample: DATE_STRING input with 'T' literal and Z offset, output yyyy/MM/dd/HH."""
+    """The sample of docs/hudi/format.md#record-keys-and-partition-paths: DATE_STRING input with 'T'
+    literal and Z offset, output yyyy/MM/dd/HH."""
     out = ts_paths(
         ["2023-04-01T12:01:00.123Z"],
         timestamp_type="DATE_STRING",

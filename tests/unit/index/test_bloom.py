@@ -245,7 +245,8 @@ def test_default_sizing_and_two_key_sample_prefix() -> None:
     assert bit_size(60000, 1e-9) == 2587966
     assert num_hashes(2587966, 60000) == 30
     meta = build_footer_metadata(pa.array(["k1", "k2"]))
-    # §5.5: header -1/30/1/2587966, nr 60000, currentNbRecord 2, as in Java-written 2-key files.
+    # docs/hudi/format.md#bloom-filters: header -1/30/1/2587966, nr 60000, currentNbRecord 2, as in
+    # Java-written 2-key files.
     assert meta[BLOOM_FOOTER_KEY].startswith("/////wAAAB4BACd9PgAA6mAAAAAC")
     raw = base64.b64decode(meta[BLOOM_FOOTER_KEY])
     assert len(raw) == 13 + 12 + 13 + (2587966 + 7) // 8

@@ -26,9 +26,7 @@ from hoodie_sink.table.format.schema import (
     with_meta_fields,
     without_meta_fields,
 )
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hudi-tables"
-
+from tests.support.tables import fixture_zips
 
 # --------------------------------------------------------------------------------------------
 # Fixture tables
@@ -39,7 +37,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Fixture name -> unzipped table base path."""
     root = tmp_path_factory.mktemp("hudi-tables")
     out: dict[str, Path] = {}
-    for zf in sorted(FIXTURES.glob("*.zip")):
+    for zf in fixture_zips():
         with zipfile.ZipFile(zf) as z:
             members = [m for m in z.namelist() if not m.startswith("__MACOSX")]
             z.extractall(root / zf.stem, members)

@@ -27,8 +27,8 @@ from hoodie_sink.table.index.bloom import (
     murmur_hash,
     num_hashes,
 )
+from tests.support.tables import fixture_zips
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hudi-tables"
 M32 = 0xFFFFFFFF
 
 
@@ -136,7 +136,7 @@ class RefDynamicFilter:
 
 def _fixture_members() -> list:
     params = []
-    for zpath in sorted(FIXTURES.glob("*.zip")):
+    for zpath in fixture_zips():
         with zipfile.ZipFile(zpath) as zf:
             for name in zf.namelist():
                 if name.endswith(".parquet") and "__MACOSX" not in name:
@@ -147,7 +147,7 @@ def _fixture_members() -> list:
 @pytest.fixture(scope="module")
 def unzipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hudi-fixtures")
-    for zpath in sorted(FIXTURES.glob("*.zip")):
+    for zpath in fixture_zips():
         with zipfile.ZipFile(zpath) as zf:
             members = [n for n in zf.namelist() if "__MACOSX" not in n]
             zf.extractall(root / zpath.stem, members=members)

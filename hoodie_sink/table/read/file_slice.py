@@ -1,12 +1,12 @@
 """Snapshot read of one merge-on-read file slice: its base file merged with its log files.
 
-The log scan follows Java 0.14's `AbstractHoodieLogRecordReader` (services doc §1.9): log files
-in slice order (version, then write token), blocks in file order; a block of an instant after
+The log scan follows Java 0.14's `AbstractHoodieLogRecordReader` (docs/hudi/services.md#log-scan):
+log files in slice order (version, then write token), blocks in file order; a block of an instant after
 the query instant, or of one not committed, is skipped; a rollback command block drops the
 earlier blocks of its target instant.  Which instants count is one rule, `CommittedInstants`,
 for every fold of a slice's logs: reads, the writers' rewrites of a base file and their look-ups
 of stored values, compaction, clustering (docs/hudi/uncommitted-log-blocks.md).  Records are
-then merged as Java's payloads do (§2.5):
+then merged as Java's payloads do (docs/hudi/services.md#merge-semantics):
 
 - log records among themselves, in scan order: a data record replaces the earlier one of its key
   unless ordering is by event time (a precombine field and DefaultHoodieRecordPayload, or a table
@@ -52,7 +52,7 @@ _EPOCH = dt.date(1970, 1, 1)
 
 @dataclass(frozen=True)
 class MergeRule:
-    """How a slice's records merge (Java 0.14's payloads, services doc §2.5).
+    """How a slice's records merge (Java 0.14's payloads, docs/hudi/services.md#merge-semantics).
 
     `ordering_field` orders log records among themselves (Java pre-combines them by it whenever
     the table has one); `base_ordering` says whether it also decides against the base row
@@ -65,7 +65,8 @@ class MergeRule:
 
     @staticmethod
     def of_table(table: TableConfig) -> MergeRule:
-        """The table's rule, inferred as readers do (format doc §6.7): the payload class, else
+        """The table's rule, inferred as readers do
+        (docs/hudi/format.md#file-slices-and-merge-mode): the payload class, else
         the merger strategy id, else event time when there is a precombine field."""
         if not table.precombine_field:
             return MergeRule()

@@ -1,10 +1,11 @@
 """Rolling back a write that did not complete, as Java does: a `.rollback` instant whose plan
 lists the files, then the files, then the failed instant's timeline files, then the rollback's
-completion (format doc §7.6, services doc §6.1).
+completion (docs/hudi/services.md#rollback).
 
-Order matters (format doc §3.4): a data file whose instant has no timeline file and is older
-than the timeline counts as committed, so the failed instant's timeline files go after its
-data files.  A rollback that dies midway is redone from its plan by the next writer.
+Order matters (docs/hudi/format.md#commit-protocol-and-visibility): a data file whose instant has no
+timeline file and is older than the timeline counts as committed, so the failed instant's timeline
+files go after its data files.  A rollback that dies midway is redone from its plan by the next
+writer.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def written_files(storage: Storage, instant: Instant) -> list[str]:
 
 def _appended_logs(storage: Storage, instant: str, marked: str) -> list[str]:
     """The log files a (Java) APPEND marker stands for.  Its name is the slice's base-file-style
-    name `<fileId>_<token>_<baseInstant>.parquet` (format doc §8), not the log file's: the logs
+    name `<fileId>_<token>_<baseInstant>.parquet` (docs/hudi/format.md#markers), not the log file's: the logs
     of that slice whose blocks all carry the instant are the ones it wrote (on storage without
     append every write makes a new log version).  A log mixing its blocks with others' (an
     append on HDFS) cannot be deleted and is refused."""

@@ -1,6 +1,8 @@
 """The task side of upsert and delete: tag, assign to buckets, buffer, merge or stage.
 
-Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuffle):
+Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuffle: a Python
+writer cannot ask for its input to be partitioned by key,
+docs/spark/python-datasource.md#no-distribution-requirement):
 1. Incoming batches are keyed and collected until `TAG_ROWS` rows or half the task's buffer
    budget, then tagged in one vectorised index lookup (each lookup probes every candidate
    file's keys once, so fewer, larger lookups are cheaper): each record is an update of an

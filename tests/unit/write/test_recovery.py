@@ -1,6 +1,6 @@
 """Issue 10: crashed writes of Java Hudi and of ours are recoverable by the other side.
 
-A crashed Java write is simulated on storage as Java 0.15 leaves it (format doc §8): pending
+A crashed Java write is simulated on storage as Java 0.15 leaves it (docs/hudi/format.md#markers): pending
 timeline files, a data file named with the instant, and its markers, direct or (Java Spark's
 default) timeline-server based.
 """

@@ -63,10 +63,8 @@ JAVA = {
 }
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-@pytest.mark.parametrize("ts", sorted(OURS))
-def test_moving_a_key_stored_twice_in_one_file_group(java_hudi, tmp_path, table_type, ts):
-    opts = {
+def _opts(table_type: str) -> dict[str, str]:
+    return {
         "hoodie.table.name": "dups",
         "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "city",
@@ -78,6 +76,12 @@ def test_moving_a_key_stored_twice_in_one_file_group(java_hudi, tmp_path, table_
         "hoodie.bloom.index.update.partition.path": "true",
         "hoodie.table.timeline.timezone": "UTC",  # the java_hudi JVM serves UTC tables
     }
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("ts", sorted(OURS))
+def test_moving_a_key_stored_twice_in_one_file_group(java_hudi, tmp_path, table_type, ts):
+    opts = _opts(table_type)
     path = tmp_path / "ours"
     java_hudi.write(
         path, _table(_rows(OLD, OTHER, NEW)), {**opts, "hoodie.datasource.write.operation": "bulk_insert"}
@@ -93,3 +97,28 @@ def test_moving_a_key_stored_twice_in_one_file_group(java_hudi, tmp_path, table_
     java_hudi.write(theirs, _table(_rows(_moved(ts))), upsert)
     java_result = assert_readers_agree(java_hudi.read(theirs), theirs)  # hudi-rs and we read it as Java does
     assert data_rows(java_result) == sort_rows(_rows(*JAVA[(table_type, ts)], OTHER))
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("ts_b", [3, 8])
+def test_moving_into_a_partition_that_holds_a_copy(java_hudi, tmp_path, table_type, ts_b):
+    """Key 1 stored in a (ts 2) and in b (ts 3 or 8) by two Java bulk_inserts; the record (b, ts 5)
+    beats the copy in a, which goes.  The copy in b takes the record, or beats it and stays; the
+    record is not inserted beside it, by us nor by Java (whose insert is packed into the small file
+    group holding that copy, where its merge keeps one row of the key)."""
+    opts = _opts(table_type)
+    bulk = {**opts, "hoodie.datasource.write.operation": "bulk_insert"}
+    path = tmp_path / "ours"
+    java_hudi.write(path, _table(_rows(OLD, OTHER)), bulk)
+    in_b = (1, "b", 2.0, ts_b)
+    java_hudi.write(path, _table(_rows(in_b)), bulk)
+    assert_readers_agree(java_hudi.read(path), path, _rows(OLD, in_b, OTHER))
+    theirs = copy_table(path, tmp_path / "theirs")
+    upsert = {**opts, "hoodie.datasource.write.operation": "upsert"}
+    expected = _rows(_moved(5) if ts_b < 5 else in_b, OTHER)
+
+    hoodie_sink.write(_table(_rows(_moved(5))), str(path), upsert)
+    assert_readers_agree(java_hudi.read(path), path, expected)
+
+    java_hudi.write(theirs, _table(_rows(_moved(5))), upsert)
+    assert_readers_agree(java_hudi.read(theirs), theirs, expected)

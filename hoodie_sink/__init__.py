@@ -24,6 +24,7 @@ __all__ = [
     "cluster",
     "read",
     "compact",
+    "record_bucket_layout",
     "register",
     "write",
 ]
@@ -81,6 +82,20 @@ def compact(path: str, options: dict | None = None, spark=None):
 
     # beside a stream, a plan waits for a moment between micro-batches (up to a minute)
     return Table(path, options).compact(wait_for_writes_s=60.0)
+
+
+def record_bucket_layout(path: str, options: dict | None = None, spark=None):
+    """Check the bucket count and hash fields of `options` (a BUCKET write's options) against the
+    stored keys of the table at `path`, which records no bucket layout (Apache Hudi's tables do not),
+    and record them in hoodie.properties.  A BUCKET write does this itself for a table of up to
+    2 GiB; a larger one needs this first, with `spark` (one task per file group)."""
+    from hoodie_sink.table.write.bucket_layout import record_bucket_layout as record
+
+    if spark is None:
+        return record(path, dict(options or {}))
+    from hoodie_sink.datasource.service_jobs import task_map
+
+    return record(path, dict(options or {}), task_map(spark, f"hoodie bucket layout check of {path}"))
 
 
 def __getattr__(name: str):

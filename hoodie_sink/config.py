@@ -1,9 +1,10 @@
 """Options: Apache Hudi's option names (and Hudi SQL's short aliases) -> one frozen WriteConfig.
 
-Options are parsed once, at the boundary.  Spark lowercases option keys, so every key is
-matched case-insensitively.  An unknown `hoodie.*` key is an error (with a suggestion).  Hudi
-options that only tune Hudi's own JVM machinery (parallelism, timeline server, memory) are
-accepted and ignored so that an existing Hudi job moves over by changing the format name alone;
+Options are parsed once, at the boundary.  Spark lowercases option keys
+(docs/spark/python-datasource.md#options), so every key is matched case-insensitively.  An unknown
+`hoodie.*` key is an error (with a suggestion).  Hudi options that only tune Hudi's own JVM
+machinery (parallelism, timeline server, memory) are accepted and ignored so that an existing Hudi
+job moves over by changing the format name alone;
 Hudi options that would change what is written or read are accepted only with the value that
 describes what we do, and refused otherwise (no option is silently ignored).
 """
@@ -591,7 +592,7 @@ class WriteConfig:
                     f"Unknown option '{key}'.{hint} Help: see the option list in README.md."
                 )
         target = path or raw.get("path") or raw.get("__path")
-        if not target:
+        if not target:  # SQL tables pass no options: docs/spark/python-datasource.md#sql-tables
             raise HoodieConfigError(
                 "No table path: use .save('/path/to/table') or .option('path', ...). "
                 "Help: SQL tables created with CREATE TABLE ... USING hoodie pass no options; use "

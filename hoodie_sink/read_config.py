@@ -1,8 +1,8 @@
 """Read options -> one frozen ReadConfig, parsed once at the boundary (as WriteConfig is for writes).
 
-Apache Hudi's read option names (DataSourceReadOptions).  Spark lowercases option keys, so keys
-match case-insensitively.  What a read cannot honour is refused with an error naming the option,
-never answered with a snapshot in disguise:
+Apache Hudi's read option names (DataSourceReadOptions).  Spark lowercases option keys
+(docs/spark/python-datasource.md#options), so keys match case-insensitively.  What a read cannot
+honour is refused with an error naming the option, never answered with a snapshot in disguise:
 
 * `hoodie.datasource.query.type`: `snapshot` (default), `read_optimized` and `incremental` with
   `hoodie.datasource.read.begin.instanttime` (exclusive, required), `...end.instanttime`

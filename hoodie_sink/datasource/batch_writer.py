@@ -4,7 +4,7 @@ Spark calls `DataSource.writer()` once, in a driver-side Python worker; that ins
 pickled to every task and is also the one whose `commit`/`abort` run.  So the instant is
 started in the constructor (before any task writes), tasks write and report, and the commit
 publishes.  Everything that can refuse the input is checked in the constructor, so a bad
-option or schema fails the query before any data file exists.
+option or schema fails the query before any data file exists (docs/spark/python-datasource.md#batch-writes).
 """
 
 from __future__ import annotations

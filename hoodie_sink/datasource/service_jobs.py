@@ -28,3 +28,12 @@ def run_as_tasks(
     sc.setJobDescription(description)
     done = sc.parallelize(list(enumerate(items)), max(1, len(items))).mapPartitions(task).collect()
     return [out for _, out in sorted(done, key=lambda r: r[0])]
+
+
+def task_map(spark, description: str) -> Callable[[list[Item], Callable[[Item], Out]], list[Out]]:
+    """The engine's `task_map(items, work)` as one Spark job: `work(item)` in one task per item."""
+
+    def run(items: list[Item], work: Callable[[Item], Out]) -> list[Out]:
+        return run_as_tasks(spark, items, lambda _index, item, _token: work(item), description)
+
+    return run

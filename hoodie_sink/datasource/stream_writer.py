@@ -1,9 +1,10 @@
 """`df.writeStream.format("hoodie")`: one instant per micro-batch, exactly once.
 
 Spark constructs this writer twice per micro-batch in two processes (one pickled to the
-tasks, one for the commit), so the constructor only parses options.  The batch's instant is
-begun by its first task with rows (hoodie_sink.table.client.micro_batches); the commit finds it through
-the task messages and publishes it with the checkpoint, atomically.
+tasks, one for the commit; docs/spark/python-datasource.md#streaming-writes), so the constructor
+only parses options.  The batch's instant is begun by its first task with rows
+(hoodie_sink.table.client.micro_batches); the commit finds it through the task messages and
+publishes it with the checkpoint, atomically.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ scenario through the engine API)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.tables import assert_table_matches
 from tests.unit.test_options import snapshot
 from tests.unit.write.test_bucket_layout import assert_keys_in_their_buckets
@@ -58,3 +60,30 @@ def test_spark_writes_keep_the_bucket_layout_of_the_table(spark, tmp_path):
             raise AssertionError(f"{options} ({mode}) was not refused")
     assert snapshot(tmp_path / "t") == before
     assert_table_matches(path, list(model.values()))
+
+
+def test_record_bucket_layout_runs_as_a_spark_job(spark, tmp_path, monkeypatch):
+    """A table too large for a write's own check (lowered here to 1 byte): the check runs as one Spark
+    task per file group, refuses a wrong count, records the right one; the Spark write then goes on."""
+    import hoodie_sink
+    from hoodie_sink.errors import HoodieConfigError
+    from hoodie_sink.table.write import bucket_layout
+    from tests.unit.write.test_bucket_layout import Table
+
+    t = Table(tmp_path / "t")
+    t.write(rows(range(30), 1), BUCKET2)
+    t.forget_layout()
+    monkeypatch.setattr(bucket_layout, "DRIVER_CHECK_MAX_BYTES", 1)  # this process: the driver
+    with pytest.raises(HoodieConfigError, match="do not match"):
+        hoodie_sink.record_bucket_layout(
+            t.path, {**BUCKET2, "hoodie.bucket.index.num.buckets": "3"}, spark=spark
+        )
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    hoodie_sink.record_bucket_layout(t.path, BUCKET2, spark=spark)
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) > len(jobs)
+    assert t.properties()["hoodie.bucket.index.num.buckets"] == "2"
+    batch = rows(range(20, 40), 2)
+    spark.createDataFrame(batch, SCHEMA).write.format("hoodie").options(**BUCKET2).mode("append").save(t.path)
+    t.model.update({(r["p"], r["id"]): r for r in batch})
+    t.check()
+    assert_keys_in_their_buckets(t.path, 2, ["id"])

@@ -11,7 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import hoodie_sink
-from hoodie_sink.table.services.after_commit import wait_for_background_services
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.services.compaction import pending_compactions
+from hoodie_sink.table.storage import Storage
 from tests.spark.test_streaming import OPTS, cdc_files, model_of, run_stream
 from tests.support.tables import assert_table_matches, hudi_rs_timeline
 
@@ -25,13 +27,25 @@ def compactions(path) -> list[str]:
     return sorted(p.name.split(".")[0] for p in (path / ".hoodie").glob("*.compaction.requested"))
 
 
+def wait_for_pending_compactions(path, timeout_s: float = 120.0) -> None:
+    """Wait until the table has no pending compaction.  Spark runs a streaming query's commit in a
+    driver-side Python worker, not in this process (hoodie_sink/datasource/report_log.py), so the
+    async compaction that commit starts runs there: this process can only watch the timeline
+    (`wait_for_background_services` here joins nothing, and the readers could see the last
+    compaction land between them)."""
+    deadline = time.monotonic() + timeout_s
+    while pending := pending_compactions(Timeline.load(Storage(str(path)))):
+        assert time.monotonic() < deadline, f"compactions still pending after {timeout_s}s: {pending}"
+        time.sleep(0.2)
+
+
 @pytest.mark.s3
 def test_stream_with_async_compaction_equals_the_model(spark, tmp_path):
     batches = cdc_files(tmp_path / "src", 12, seed=3, rows=(40, 120))
     extra = {**MOR, "hoodie.datasource.compaction.async.enable": "true",
              "hoodie.compact.inline.max.delta.commits": "3"}  # fmt: skip
     run_stream(spark, tmp_path / "src", tmp_path / "t", tmp_path / "ckpt", extra)
-    wait_for_background_services()
+    wait_for_pending_compactions(tmp_path / "t")
     assert len(compactions(tmp_path / "t")) >= 2
     assert len(hudi_rs_timeline(tmp_path / "t").get_completed_deltacommits()) == 12
     assert_table_matches(tmp_path / "t", model_of(batches))

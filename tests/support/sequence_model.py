@@ -24,10 +24,12 @@ Semantics, as the README's "Operations", "Ordering" and "Index" sections state t
 - `insert` drops soft-deleted rows (Hudi's create handle writes no deleted record); `bulk_insert`
   keeps them as rows (what the engine does today, as Hudi's row-writer bulk insert, which does not
   look at the column);
-- GLOBAL_BLOOM with update.partition.path: a winner whose partition differs from a copy's deletes
-  that copy and is inserted once in its own partition (a delete then an insert in the change feed);
-  without it the copy is updated where it is stored (its partition path stays; the row's partition
-  column takes the incoming value);
+- GLOBAL_BLOOM with update.partition.path: each copy is merged with the record on its own; a
+  winner whose partition differs from a copy's deletes that copy (a copy that beats it stays) and is
+  inserted once in its own partition (a delete then an insert in the change feed), unless a copy of
+  the key is stored there already, which is merged with it in place (updated, or kept if it beats
+  the record; docs/hudi/duplicate-keys.md); without update.partition.path the copy is updated where
+  it is stored (its partition path stays; the row's partition column takes the incoming value);
 - insert_overwrite replaces every copy stored in the partitions the batch writes to (the change
   feed: a delete of each replaced copy, an insert of each new row);
 - compaction, clustering, cleaning, archival and savepoints change nothing a query sees.
@@ -121,7 +123,8 @@ class SequenceModel:
                 moved = True  # deleted here, inserted once in its new partition
             else:
                 out.append(Copy(c.partition, dict(r), instant))
-        if moved and not any(c.partition == r["p"] and c.commit == instant for c in out):
+        # not inserted where a copy of the key is stored: that copy took the record, or beat it
+        if moved and not any(c.partition == r["p"] for c in copies):
             out.append(Copy(r["p"], dict(r), instant))
         return out
 
@@ -234,13 +237,11 @@ WEIGHTS = {
 class StepGenerator:
     """Random steps over a small key space (so that keys meet often): updates, late records (below a
     stored copy's ordering value), ties (equal to a stored copy's or to an earlier row of the batch),
-    in-batch duplicates, soft deletes, partition changes; inserts of stored keys (duplicates) unless
-    `unique_inserts`."""
+    in-batch duplicates, soft deletes, partition changes; inserts of stored keys (duplicates)."""
 
-    def __init__(self, seed: int, key_space: int = 60, unique_inserts: bool = False):
+    def __init__(self, seed: int, key_space: int = 60):
         self.rng = random.Random(seed)
         self.key_space = key_space
-        self.unique_inserts = unique_inserts
         self.tick = 1000
         self.fresh = 0
 
@@ -287,27 +288,15 @@ class StepGenerator:
         return rows
 
     def inserts(self, model: SequenceModel, overwrite: bool = False) -> list[dict]:
-        """insert / bulk_insert / insert_overwrite input.  With `unique_inserts`, only keys the table
-        does not hold (anywhere, nor elsewhere than the overwritten partitions) and no key twice."""
+        """insert / bulk_insert / insert_overwrite input: stored keys again (duplicates), keys twice,
+        new keys."""
         stored = self._stored(model)
         parts = self.rng.sample(PARTITIONS, self.rng.randrange(1, 3)) if overwrite else list(PARTITIONS)
         rows: list[dict] = []
         for _ in range(self.rng.randrange(1, 20)):
             p = self.rng.choice(parts)
             x = self.rng.random()
-            if self.unique_inserts:
-                k = self._new_key()
-                if overwrite and x < 0.4:  # a key stored only in the overwritten partitions comes back
-                    # by the partition each copy is stored in (under GLOBAL_BLOOM without moves a
-                    # row's partition column may name another one)
-                    where = [(c.row["id"], c.partition) for c in model.copies()]
-                    inside = {k for k, q in where if q in parts} - {k for k, q in where if q not in parts}
-                    inside -= {r["id"] for r in rows}
-                    if inside:  # written where it is stored, so that partition is overwritten
-                        k = self.rng.choice(sorted(inside))
-                        p = next(q for key, q in where if key == k)
-                rows.append(self._row(model, k, p, 0.0 if overwrite else 0.1))
-            elif stored and x < 0.3:
+            if stored and x < 0.3:
                 s = self.rng.choice(stored)
                 rows.append(
                     self._row(model, s["id"], s["p"] if not overwrite else p, 0.0 if overwrite else 0.1)

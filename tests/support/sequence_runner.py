@@ -78,9 +78,7 @@ class SequenceRun:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed * 7919 + zlib.crc32(str(self.combo).encode()))
         self.model = SequenceModel(self.combo.index, self.combo.move)
-        self.gen = StepGenerator(
-            self.seed, unique_inserts="duplicate_keys_move" in self.gaps and self.combo.move
-        )
+        self.gen = StepGenerator(self.seed)
         retained = self.rng.randrange(1, 4)
         self.options = {
             **options_for(self.combo.index, self.combo.move),

@@ -33,6 +33,14 @@ COW_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("cow_")]
 MOR_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("mor_")]
 
 
+def fixture_zips() -> list[Path]:
+    """Every fixture zip, by name: a missing one is an error, never an empty (skipped) parameter set."""
+    missing = [name for name in FIXTURE_DIRS if not (FIXTURES / f"{name}.zip").is_file()]
+    if missing:
+        raise FileNotFoundError(f"Apache Hudi fixture tables missing from {FIXTURES}: {', '.join(missing)}")
+    return [FIXTURES / f"{name}.zip" for name in sorted(FIXTURE_DIRS)]
+
+
 def unzip_fixture(name: str, dest: Path) -> Path:
     """Unzip fixture `name` into `dest` and return the table folder."""
     with zipfile.ZipFile(FIXTURES / f"{name}.zip") as z:

@@ -22,17 +22,11 @@ from tests.support.sequence_runner import COMBINATIONS, SequenceRun
 
 # Open items of issue 25 the sequences would hit today.  Each switch leaves out only the step (in
 # the combinations) that meets the gap; remove it when its item is fixed.  The model never bends.
-KNOWN_GAPS: dict[str, str] = {
-    # new (found by this test once item 2 was fixed): GLOBAL_BLOOM with update.partition.path and a
-    # key stored twice in one file group whose copies the incoming record does not all beat (a copy
-    # ties, another is newer): the model moves the beaten copy (per-copy ordering, as the merge
-    # compares every copy), the engine moves none (bucket_assigner._move_partitions compares one
-    # stored value per file group).  Inserts of stored keys are left out of the -move combinations.
-    "duplicate_keys_move": "new: partition move of a key stored twice in one file group",
-}
+# None open today (the last, duplicate_keys_move, went with issue 25 item F3).
+KNOWN_GAPS: dict[str, str] = {}
 
 SEEDS = range(int(os.environ.get("HOODIE_MODEL_SEEDS", "10")))
-# HOODIE_MODEL_CHECK_GAPS=duplicate_keys_move runs those steps anyway (to see a fix work)
+# HOODIE_MODEL_CHECK_GAPS=name,... runs those steps anyway (to see a fix work)
 CHECKED = set(filter(None, os.environ.get("HOODIE_MODEL_CHECK_GAPS", "").split(",")))
 
 

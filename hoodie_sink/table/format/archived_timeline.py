@@ -3,7 +3,7 @@
 `.hoodie/<hoodie.archivelog.folder>/.commits_.archive.<N>_1-0-1` is a log file (log_format.py)
 of AVRO_DATA blocks whose header holds only SCHEMA; each record is a HoodieArchivedMetaEntry,
 one per state file of an archived instant, carrying that file's content in the union field its
-action names (services doc §5.2-5.4).  Java decodes a block with the block's own schema and
+action names (docs/hudi/services.md#archive-files).  Java decodes a block with the block's own schema and
 resolves fields by name, so the entry schema here declares the fields we fill, with Java's
 names, order and nested record names.  Pure: entries, blocks and file names; I/O is in
 services/archival.py.

@@ -1,4 +1,4 @@
-"""Arrow rows <-> the records of an Avro data block (services doc §1.6).
+"""Arrow rows <-> the records of an Avro data block (docs/hudi/services.md#avro-data-blocks).
 
 An AVRO_DATA block's content is: int32 block version (3), int32 record count, then per record an
 int32 byte length and the record in Avro binary encoding (no container), written with the block's
@@ -589,9 +589,10 @@ def _read_by_record(
 
 # ------------------------------------------------------------------------------ delete records
 
-# HoodieDeleteRecordList.orderingVal is a union of wrapper records (services doc §1.7); a wrapper
-# of one field encodes like its value, so a value is its branch index then its plain encoding.
-# Branch indexes on the wire (0 is null): Java's order, never to change.
+# HoodieDeleteRecordList.orderingVal is a union of wrapper records
+# (docs/hudi/services.md#delete-blocks); a wrapper of one field encodes like its value, so a value
+# is its branch index then its plain encoding. Branch indexes on the wire (0 is null): Java's order,
+# never to change.
 ORDERING_BRANCHES = {
     "boolean": 1, "int": 2, "long": 3, "float": 4, "double": 5, "bytes": 6, "string": 7, "date": 8,
     "decimal": 9, "time_micros": 10, "timestamp_micros": 11,

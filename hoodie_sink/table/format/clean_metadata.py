@@ -1,6 +1,6 @@
 """Clean instants as stored: Avro HoodieCleanerPlan in `<t>.clean.requested` and again (the same
 bytes, as Java 0.14/0.15 write it) in `<t>.clean.inflight`, Avro HoodieCleanMetadata in `<t>.clean`
-(services doc §4.1-4.3).
+(docs/hudi/services.md#cleaning).
 
 Writer schemas follow Apache Hudi 0.15's generated classes (field names, order, unions and
 defaults; nested record names in `org.apache.hudi.avro.model`), so Java resolves ours by name.

@@ -1,6 +1,6 @@
 """Commit metadata: write stats and the JSON of commit / deltacommit / replacecommit files.
 
-Pure codecs (format doc §4).  Field names and the string "null" for an absent prevCommit
+Pure codecs (docs/hudi/format.md#commit-metadata).  Field names and the string "null" for an absent prevCommit
 follow what Apache Hudi 0.14/0.15 write, so Java tools and hudi-rs parse our commits.
 """
 
@@ -156,7 +156,7 @@ class CommitMetadata:
 
 
 def inflight_workload_json(operation_type: str) -> bytes:
-    """The minimal inflight content Java accepts (format doc §3.3)."""
+    """The minimal inflight content Java accepts (docs/hudi/format.md#timeline-file-contents)."""
     return json.dumps(
         {
             "partitionToWriteStats": {},

@@ -1,4 +1,4 @@
-"""HoodieCompactionPlan (services doc §3.2): the content of `<c>.compaction.requested`.
+"""HoodieCompactionPlan (docs/hudi/services.md#compaction-plan): the content of `<c>.compaction.requested`.
 
 Version 2, as 0.14/0.15 write it: log and base files are named without their folder, logs oldest
 first; one operation per file slice.  Java reads the plan by field name against its own schema, so

@@ -1,7 +1,7 @@
 """File names of the format: base files, log files, write tokens and file ids (pure).
 
-Base file: `<fileId>_<writeToken>_<instant>.parquet`; log file:
-`.<fileId>_<baseInstant>.log.<version>_<writeToken>` (format doc §5.1, §6.1).
+Base file: `<fileId>_<writeToken>_<instant>.parquet` (docs/hudi/format.md#base-file-names); log
+file: `.<fileId>_<baseInstant>.log.<version>_<writeToken>` (docs/hudi/format.md#log-file-names).
 """
 
 from __future__ import annotations

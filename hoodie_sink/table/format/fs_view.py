@@ -1,9 +1,10 @@
 """The file-system view: which file slices make up the table as of an instant.
 
-Listing is I/O; deciding visibility is pure and follows the readers' rules (format doc §3.4,
-§7.3): a file is visible if its instant is committed (completed, or older than the whole
-active timeline) and at or before the query instant, and its file group is not replaced by
-a completed replacecommit at or before the query instant.
+Listing is I/O; deciding visibility is pure and follows the readers' rules: a file is visible if
+its instant is committed (completed, or older than the whole active timeline) and at or before
+the query instant (docs/hudi/format.md#commit-protocol-and-visibility), and its file group is not
+replaced by a completed replacecommit at or before the query instant
+(docs/hudi/format.md#replace-commits).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Record keys and partition paths, vectorised over Arrow (hudi-format-v6.md §9).
+"""Record keys and partition paths, vectorised over Arrow
+(docs/hudi/format.md#record-keys-and-partition-paths).
 
 Reproduces the Avro-path key generators of Java Hudi 0.14/0.15 (``SimpleAvroKeyGenerator``,
 ``ComplexAvroKeyGenerator``, ``NonpartitionedAvroKeyGenerator``, ``TimestampBasedAvroKeyGenerator``

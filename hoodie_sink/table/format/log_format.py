@@ -1,4 +1,5 @@
-"""HoodieLogFormat version 1: the blocks of log files and archive files (services doc §1.3-1.8).
+"""HoodieLogFormat version 1: the blocks of log files and archive files
+(docs/hudi/services.md#log-block-framing and the sections after it).
 
 A block on storage (all integers big-endian):
     "#HUDI#" | int64 length | int32 format version (1) | int32 block type | header map |
@@ -89,8 +90,8 @@ def avro_data_block(
     return LogBlock(AVRO_DATA_BLOCK, header, avro_data_content(schema, records))
 
 
-# HoodieDeleteRecordList (services doc §1.7): the ordering value is a union of wrapper records whose
-# branch index is on the wire, so the order below is Java's and must not change.
+# HoodieDeleteRecordList (docs/hudi/services.md#delete-blocks): the ordering value is a union of
+# wrapper records whose branch index is on the wire, so the order below is Java's and must not change.
 _WRAPPERS = (
     ("BooleanWrapper", "boolean"), ("IntWrapper", "int"), ("LongWrapper", "long"), ("FloatWrapper", "float"),
     ("DoubleWrapper", "double"), ("BytesWrapper", "bytes"), ("StringWrapper", "string"), ("DateWrapper", "int"),

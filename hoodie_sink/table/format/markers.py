@@ -1,4 +1,4 @@
-"""Write markers under `.hoodie/.temp/<instant>/` (format doc §8), of both kinds Java writes.
+"""Write markers under `.hoodie/.temp/<instant>/` (docs/hudi/format.md#markers), of both kinds Java writes.
 
 A marker is created before its data file, so after any failure the files an instant may
 have left are known without listing the table: the commit deletes files of failed task

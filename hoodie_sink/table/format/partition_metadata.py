@@ -1,4 +1,5 @@
-"""`.hoodie_partition_metadata`: the file by which Java discovers partitions (format doc §5.7)."""
+"""`.hoodie_partition_metadata`: the file by which Java discovers partitions
+(docs/hudi/format.md#partition-metadata)."""
 
 from __future__ import annotations
 

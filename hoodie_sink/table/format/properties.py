@@ -3,8 +3,9 @@
 Java reads and writes it with java.util.Properties: ISO-8859-1 bytes, backslash escapes, every
 character outside printable ASCII as \\uXXXX.  We write what Properties.load reads back exactly
 and parse it as Properties.load does; hudi-rs splits each line at the first '=' and un-escapes only
-`\\:` in the create schema (format doc §2.1), so values carry no escape beyond what Java needs
-(a non-ASCII value reaches hudi-rs escaped).  The checksum is CRC32 of "<database>.<table>" (§2.3).
+`\\:` in the create schema, so values carry no escape beyond what Java needs (a non-ASCII value
+reaches hudi-rs escaped).  The checksum is CRC32 of "<database>.<table>".  Facts and sources:
+docs/hudi/format.md#table-properties.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ BACKUP_FILE = ".hoodie/hoodie.properties.backup"
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
 # hoodie.compaction.record.merger.strategy ids (Hudi 0.14/0.15), used by readers when a table
-# names no payload class (format doc §6.7 step 2).
+# names no payload class (docs/hudi/format.md#file-slices-and-merge-mode, step 2).
 MERGER_STRATEGY_KEY = "hoodie.compaction.record.merger.strategy"
 EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
-# Merge semantics readers infer from the payload class (format doc §6.7).
+# Merge semantics readers infer from the payload class (docs/hudi/format.md#file-slices-and-merge-mode).
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 
@@ -178,8 +179,9 @@ def _escape(text: str, is_key: bool, also: str = "") -> str:
     """What Properties.store writes (ISO-8859-1 file, so every character outside printable ASCII
     becomes \\uXXXX of its UTF-16 units).  In values, '=', ':', '#' and '!' stay as they are: Java
     reads them literally there, and hudi-rs, which splits lines at the first '=' and un-escapes
-    only '\\:' in the create schema (format doc §2.1), would keep the backslashes (`also` adds
-    characters to escape, e.g. ':' in the create schema, as Java writes it)."""
+    only '\\:' in the create schema (docs/hudi/format.md#table-properties), would keep the
+    backslashes (`also` adds characters to escape, e.g. ':' in the create schema, as Java writes
+    it)."""
     out = []
     for i, c in enumerate(text):
         if c == "\\":
@@ -333,7 +335,8 @@ class TableConfig:
         return replace(self, **changes)
 
 
-# What keeps Apache Hudi 1.x writers from moving a table past version 6 (hudi-services-v6.md §8.2).
+# What keeps Apache Hudi 1.x writers from moving a table past version 6
+# (docs/hudi/services.md#apache-hudi-1x-and-table-version-6).
 KEEP_AT_V6 = (
     "Apache Hudi 1.x writers keep a table at version 6 with hoodie.write.auto.upgrade=false "
     "(and hoodie.write.table.version=6 when they create it); 0.14/0.15 write version 6"
@@ -383,7 +386,8 @@ def _timeline_zone(props: dict[str, str]) -> str:
 
 
 def read_table_config(storage: Storage) -> TableConfig:
-    for rel in (PROPERTIES_FILE, BACKUP_FILE):  # Java falls back to the backup (§2.1)
+    # Java falls back to the backup (docs/hudi/format.md#table-properties)
+    for rel in (PROPERTIES_FILE, BACKUP_FILE):
         try:
             text, _ = read_properties_text(storage, rel)
         except FileNotFoundError:

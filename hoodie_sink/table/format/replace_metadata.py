@@ -1,4 +1,4 @@
-"""`<t>.replacecommit.requested`: Avro HoodieRequestedReplaceMetadata (format doc §7.2).
+"""`<t>.replacecommit.requested`: Avro HoodieRequestedReplaceMetadata (docs/hudi/format.md#replace-commits).
 
 The writer schema is the exact one Apache Hudi 0.14/0.15 embed in their files, so Java and
 hudi-rs resolve our plans field by field.

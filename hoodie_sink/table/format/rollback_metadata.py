@@ -1,6 +1,6 @@
 """Rollback instants as stored: Avro HoodieRollbackPlan in `<r>.rollback.requested`, an empty
-`<r>.rollback.inflight`, Avro HoodieRollbackMetadata in `<r>.rollback` (format doc §7.6,
-services doc §6.1).
+`<r>.rollback.inflight`, Avro HoodieRollbackMetadata in `<r>.rollback`
+(docs/hudi/services.md#rollback).
 
 The writer schemas are the ones Apache Hudi 0.15 embeds in its rollback files (read from a
 rollback Java 0.15 wrote), so Java resolves ours field by field.  Pure: building, encoding and

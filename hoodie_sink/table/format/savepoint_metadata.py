@@ -1,8 +1,9 @@
-"""Savepoint and restore instants as stored (services doc §6.2, §6.3): `<t>.savepoint.inflight`
-(empty) then `<t>.savepoint` (Avro HoodieSavepointMetadata: per partition the file names of the
-latest slices as of t); `<r>.restore.requested` (Avro HoodieRestorePlan), `.restore.inflight`,
-`<r>.restore` (Avro HoodieRestoreMetadata, with the rollback metadata of every instant undone).
-Field names, order, unions and nested names as Apache Hudi 0.15's generated classes.  Pure.
+"""Savepoint and restore instants as stored (docs/hudi/services.md#savepoints-and-restore):
+`<t>.savepoint.inflight` (empty) then `<t>.savepoint` (Avro HoodieSavepointMetadata: per partition
+the file names of the latest slices as of t); `<r>.restore.requested` (Avro HoodieRestorePlan),
+`.restore.inflight`, `<r>.restore` (Avro HoodieRestoreMetadata, with the rollback metadata of every
+instant undone). Field names, order, unions and nested names as Apache Hudi 0.15's generated
+classes.  Pure.
 """
 
 from __future__ import annotations

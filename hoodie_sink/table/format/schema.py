@@ -1,7 +1,7 @@
 """Arrow <-> Avro schema mapping, meta fields, and the physical Arrow schema of base files.
 
-Pure functions over pyarrow (no Spark, no I/O). References: hudi-format-v6.md §5.2 (meta columns),
-§5.3 (physical Parquet conventions) and §11 (Avro conventions and the Spark type mapping).
+Pure functions over pyarrow (no Spark, no I/O). References: docs/hudi/format.md#meta-columns,
+docs/hudi/format.md#parquet-conventions and docs/hudi/format.md#avro-schemas-and-spark-types.
 
 Three schemas meet here:
 
@@ -45,8 +45,9 @@ _STORAGE_TIMESTAMP = pa.timestamp("us", tz="UTC")
 _MAX_DECIMAL128_PRECISION = 38
 
 # Avro promotions accepted by check_compatible: old files (written with the left type) must stay
-# readable under the new table schema. hudi-rs widens int32 file columns to int64 [V, §11.3];
-# the lossy promotions Avro also allows (long->float, long->double, int->float) are refused.
+# readable under the new table schema. hudi-rs widens int32 file columns to int64
+# (docs/hudi/format.md#avro-schemas-and-spark-types); the lossy promotions Avro also allows
+# (long->float, long->double, int->float) are refused.
 _WIDENINGS = frozenset({("int", "long"), ("int", "double"), ("float", "double")})
 
 
@@ -431,7 +432,7 @@ def _arrow_complex(
 
 
 # --------------------------------------------------------------------------------------------
-# Storage schema (the physical Arrow schema of our base files, §5.3)
+# Storage schema (the physical Arrow schema of our base files, docs/hudi/format.md#parquet-conventions)
 
 
 def storage_schema(schema: pa.Schema) -> pa.Schema:

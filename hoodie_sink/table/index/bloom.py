@@ -15,7 +15,7 @@ Java classes mirrored (``org.apache.hudi.common.bloom`` unless noted):
   *sign-extended* Java bytes (differs from textbook MurmurHash2 for bytes >= 0x80).
 * ``org.apache.hudi.avro.HoodieBloomFilterWriteSupport`` -- the four Parquet footer entries.
 
-Format reference: /work/shared/docs/hudi-format-v6.md sections 5.4 and 5.5.
+Format reference: docs/hudi/format.md#footer-metadata and docs/hudi/format.md#bloom-filters.
 
 Performance: keys come as Arrow string arrays; nothing loops per key in Python.  The seed-independent
 part of MurmurHash (mixing every 4-byte word, the tail value) is computed once per key, so each of the

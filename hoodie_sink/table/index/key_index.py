@@ -387,7 +387,9 @@ class KeyIndex:
         """The stored `column` value of each found key (`file_ids`: where `tag` found it), null where
         the file lacks the column.  Reads only that column of the files named (their key columns
         come from the cache `tag` filled): a global index needs the stored ordering value to decide
-        whether a record that changes its partition beats the stored one (then it moves) or not."""
+        whether a record that changes its partition beats the stored one (then it moves) or not.
+        A key stored more than once in its file (bulk_insert and insert keep duplicates): the least
+        value of its copies (a null first), the copy an incoming record beats most easily."""
         n = len(keys)
         out = pa.nulls(n, value_type)
         if n == 0:
@@ -425,9 +427,19 @@ class KeyIndex:
         )
         build = pa.table({"k": keys, "f": codes, "i": np.arange(n, dtype=np.int64)})
         joined = probe.join(build, keys=["k", "f"], join_type="inner", use_threads=True)
-        at = np.full(n, -1, np.int64)
-        at[joined.column("i").to_numpy()] = joined.column("row").to_numpy()
         stacked = pa.concat_arrays([v.cast(value_type) for v in values])
+        rec = np.asarray(joined.column("i").to_numpy(), dtype=np.int64)
+        row = np.asarray(joined.column("row").to_numpy(), dtype=np.int64)
+        if len(rec) and np.bincount(rec, minlength=n).max() > 1:  # a key twice in its file: the least
+            ranked = pa.table({"i": rec, "v": stacked.take(pa.array(row))})
+            by = [("i", "ascending"), ("v", "ascending", "at_start")]
+            order = np.asarray(pc.sort_indices(ranked, sort_keys=by).to_numpy(), dtype=np.int64)
+            rec, row = rec[order], row[order]
+            first = np.ones(len(rec), dtype=bool)
+            first[1:] = rec[1:] != rec[:-1]
+            rec, row = rec[first], row[first]
+        at = np.full(n, -1, np.int64)
+        at[rec] = row
         return stacked.take(pa.array(at, mask=at < 0))
 
     def _read_column(self, path: str, column: str, value_type: pa.DataType) -> pa.Array:

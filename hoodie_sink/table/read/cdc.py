@@ -1,6 +1,6 @@
 """Change data capture: every insert, update and delete the writes in (begin, end] made, with the
-record before and after (Hudi's `hoodie.datasource.query.incremental.format=cdc`, services doc §7),
-without Spark.
+record before and after (Hudi's `hoodie.datasource.query.incremental.format=cdc`,
+docs/hudi/services.md#incremental-queries), without Spark.
 
 The output is Hudi's CDC query shape in the `data_before_after` supplemental logging mode: one row
 per change, `op` ('i', 'u', 'd'), `ts_ms` (the instant time of the write), `before` and `after`

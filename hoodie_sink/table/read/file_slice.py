@@ -1,12 +1,12 @@
 """Snapshot read of one merge-on-read file slice: its base file merged with its log files.
 
-The log scan follows Java 0.14's `AbstractHoodieLogRecordReader` (services doc §1.9): log files
-in slice order (version, then write token), blocks in file order; a block of an instant after
+The log scan follows Java 0.14's `AbstractHoodieLogRecordReader` (docs/hudi/services.md#log-scan):
+log files in slice order (version, then write token), blocks in file order; a block of an instant after
 the query instant, or of one not committed, is skipped; a rollback command block drops the
 earlier blocks of its target instant.  Which instants count is one rule, `CommittedInstants`,
 for every fold of a slice's logs: reads, the writers' rewrites of a base file and their look-ups
 of stored values, compaction, clustering (docs/hudi/uncommitted-log-blocks.md).  Records are
-then merged as Java's payloads do (§2.5):
+then merged as Java's payloads do (docs/hudi/services.md#merge-semantics):
 
 - log records among themselves, in scan order: a data record replaces the earlier one of its key
   unless ordering is by event time (a precombine field and DefaultHoodieRecordPayload, or a table
@@ -16,7 +16,8 @@ then merged as Java's payloads do (§2.5):
   carries an ordering value and the earlier record's value is strictly greater;
 - the merged log record against the base row: a delete removes it; a data record replaces it
   unless event-time ordering keeps the base row (strictly greater value); a data record with
-  `_hoodie_is_deleted` = true deletes.
+  `_hoodie_is_deleted` = true deletes.  A key stored twice in the base file: the log record
+  meets its first copy only (as Java's readers and hudi-rs), the later copies are read as stored.
 
 Everything is vectorised over Arrow: the fold runs once per log block (one block per write of
 the file group), never once per record.
@@ -52,7 +53,7 @@ _EPOCH = dt.date(1970, 1, 1)
 
 @dataclass(frozen=True)
 class MergeRule:
-    """How a slice's records merge (Java 0.14's payloads, services doc §2.5).
+    """How a slice's records merge (Java 0.14's payloads, docs/hudi/services.md#merge-semantics).
 
     `ordering_field` orders log records among themselves (Java pre-combines them by it whenever
     the table has one); `base_ordering` says whether it also decides against the base row
@@ -65,7 +66,8 @@ class MergeRule:
 
     @staticmethod
     def of_table(table: TableConfig) -> MergeRule:
-        """The table's rule, inferred as readers do (format doc §6.7): the payload class, else
+        """The table's rule, inferred as readers do
+        (docs/hudi/format.md#file-slices-and-merge-mode): the payload class, else
         the merger strategy id, else event time when there is a precombine field."""
         if not table.precombine_field:
             return MergeRule()
@@ -346,6 +348,7 @@ def merge_with_base(
     pos = pc.index_in(base.column(RECORD_KEY), value_set=logs.column(RECORD_KEY).combine_chunks())
     hit = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
     at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    _first_copy_only(hit, at)
     log_wins = hit.copy()
     if rule.ordering_field and rule.base_ordering and hit.any():
         # a log delete always removes the base row (Java: an empty payload deletes); a log data
@@ -365,3 +368,19 @@ def merge_with_base(
     take = np.where(replace, n_base + at, np.arange(n_base))[~drop]
     take = np.concatenate([take, n_base + only_log]).astype(np.int64)
     return both.take(pa.array(take))
+
+
+def _first_copy_only(hit: np.ndarray, at: np.ndarray) -> None:
+    """A base file holding a key twice (Java's bulk_insert or insert keeps duplicates): the key's
+    merged log record meets the first base row with the key only, the later copies are read as
+    stored.  Java's readers take the record out of the merged-log map when a base row claims it,
+    and hudi-rs reads the same (docs/hudi/duplicate-keys.md).  Clears `hit` in place."""
+    rows = np.flatnonzero(hit)
+    if len(rows) < 2:
+        return
+    _, first = np.unique(at[rows], return_index=True)
+    if len(first) == len(rows):
+        return
+    later = np.ones(len(rows), dtype=bool)
+    later[first] = False
+    hit[rows[later]] = False

@@ -1,5 +1,5 @@
 """Incremental queries: what changed in a table between two instants (Hudi's `incremental` query
-type, services doc §7), without Spark.
+type, docs/hudi/services.md#incremental-queries), without Spark.
 
 The answer for (begin, end] is the latest version, as of `end`, of every record whose
 `_hoodie_commit_time` lies in (begin, end]: records a write in the range left as they are at `end`,

@@ -1,7 +1,8 @@
 """Where a streaming read of a table stands: its offsets are completed write instants (Hudi's
-HoodieStreamSource, services doc §7.3), and each micro-batch is the incremental query of the
-range between two of them.  Pure planning over a timeline; the Spark adapter keeps the offsets in
-Spark's checkpoint, which is what makes a restarted query resume exactly where it stopped.
+HoodieStreamSource, docs/hudi/services.md#streaming-source), and each micro-batch is the incremental
+query of the range between two of them.  Pure planning over a timeline; the Spark adapter keeps the
+offsets in Spark's checkpoint, which is what makes a restarted query resume exactly where it
+stopped.
 
 A range may only end where nothing older can still appear: a write pending at an instant older
 than a completed one (a "hole") would later add rows with a commit time the stream has passed,

@@ -1,8 +1,8 @@
 """Archival: move old instants out of `.hoodie/` so that the active timeline, which every write
-lists and every reader loads, stays small however long a table lives (services doc §5).
+lists and every reader loads, stays small however long a table lives (docs/hudi/services.md#archival).
 
 When the completed commits pass `hoodie.keep.max.commits`, the oldest are archived, keeping
-`hoodie.keep.min.commits`, but never (§5.1):
+`hoodie.keep.min.commits`, but never:
 - at or past the last completed commit before the oldest pending write (readers treat any file
   older than the active timeline as committed: a failed write's files would come back);
 - at or past the first savepoint (restore needs the instants after it);

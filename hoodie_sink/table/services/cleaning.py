@@ -1,10 +1,10 @@
 """Cleaning: delete the file slices no query within the retention needs, as Hudi's cleaner.
 
-Timeline (services doc §4.1): `<t>.clean.requested` (the plan) -> `<t>.clean.inflight` (the same
+Timeline (docs/hudi/services.md#cleaning): `<t>.clean.requested` (the plan) -> `<t>.clean.inflight` (the same
 bytes) -> the deletes -> `<t>.clean` (what was deleted).  A clean that died midway is finished
 from its plan by the next one (deleting is idempotent).  Readers never look at clean instants;
 they only notice files gone, which is why a slice goes only when no snapshot within the
-retention can need it (services doc §4.4):
+retention can need it (docs/hudi/services.md#clean-retention):
 
 - KEEP_LATEST_COMMITS / KEEP_LATEST_BY_HOURS: the earliest commit to retain (ECTR) is the
   N-th newest completed commit (or the first within the last H hours), never later than the
@@ -98,9 +98,9 @@ class CleanResult:
 def earliest_commit_to_retain(
     timeline: Timeline, cfg: CleanConfig, now_instant: str | None = None
 ) -> Instant | None:
-    """The ECTR of services doc §4.4; None when the policy keeps everything (too few commits) or
-    has no ECTR (KEEP_LATEST_FILE_VERSIONS).  `now_instant`: now minus the retained hours, as an
-    instant time in the timeline's zone (KEEP_LATEST_BY_HOURS)."""
+    """The ECTR of docs/hudi/services.md#clean-retention; None when the policy keeps everything
+    (too few commits) or has no ECTR (KEEP_LATEST_FILE_VERSIONS).  `now_instant`: now minus the
+    retained hours, as an instant time in the timeline's zone (KEEP_LATEST_BY_HOURS)."""
     completed = timeline.completed()
     ectr: Instant | None
     if cfg.policy == KEEP_LATEST_COMMITS:

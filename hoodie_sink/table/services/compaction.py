@@ -1,4 +1,4 @@
-"""Compaction of merge-on-read tables: plan, then execute (services doc §3).
+"""Compaction of merge-on-read tables: plan, then execute (docs/hudi/services.md#compaction).
 
 Schedule: when the trigger (`hoodie.compact.inline.trigger.strategy`) says so, every latest file
 slice with log files (outside pending clustering and compaction) becomes one operation of an Avro

@@ -1,4 +1,4 @@
-"""Savepoints and restore, as Apache Hudi writes them (services doc §6.2, §6.3).
+"""Savepoints and restore, as Apache Hudi writes them (docs/hudi/services.md#savepoints-and-restore).
 
 A savepoint pins the table as of a completed commit t: `<t>.savepoint` lists the files of the
 latest slices as of t, which the cleaner never deletes, and archival stops before t, so the

@@ -92,10 +92,19 @@ class BucketAssigner:
                 known[bucket] = bf.file_id
 
     # -- keyed writes (upsert, delete) ---------------------------------------------------
-    def assign(self, changes: pa.Table, tags, stored_ordering: StoredOrdering | None = None) -> Assignment:
+    def assign(
+        self,
+        changes: pa.Table,
+        tags,
+        stored_ordering: StoredOrdering | None = None,
+        stored_in_place: pa.Array | None = None,
+    ) -> Assignment:
         """`changes` hold one change per record (reduce_changes); `tags` say where each key lives.
         `stored_ordering(changes, file_ids)` gives the stored ordering value of found keys (a
-        global index moving records between partitions needs it; None without a precombine field)."""
+        global index moving records between partitions needs it; None without a precombine field).
+        `stored_in_place`: the keys stored (also) in their record's partition, when changes of
+        theirs were dropped before (merge-on-read: those a stored copy beats); None: every such
+        key still has its change here."""
         out = Assignment()
         fids = tags.file_id
         found = pc.is_valid(fids)
@@ -106,7 +115,7 @@ class BucketAssigner:
             moved = pc.not_equal(locs, existing.column(PART))
             if self.index_type == "global_bloom" and self.update_partition_path and pc.any(moved).as_py():
                 existing, fid_col, locs = self._move_partitions(
-                    out, existing, fid_col, locs, moved, stored_ordering
+                    out, existing, fid_col, locs, moved, stored_ordering, stored_in_place
                 )
             # the record stays in the file group (and partition) that holds its key: a global
             # index without update.partition.path keeps the stored partition path, as Hudi does
@@ -119,13 +128,19 @@ class BucketAssigner:
         self.assign_inserts(out, new.filter(is_upsert))
         return out
 
-    def _move_partitions(self, out, existing, fid_col, locs, moved, stored_ordering):
+    def _move_partitions(self, out, existing, fid_col, locs, moved, stored_ordering, stored_in_place):
         """GLOBAL index with update.partition.path=true, a record whose partition value changed
         (Hudi 0.14+): it is first combined with the stored record by the ordering rule.  If it
         wins, the stored copy is deleted (MOVED_OUT) and the record inserted in its new partition;
-        if the stored record wins, nothing changes.  Soft deletes and the delete operation do not
-        move: they go to the file group holding the key, which deletes it wherever it is.  Records
-        of the same key in other tasks of this write are settled at commit (commit_merge.py)."""
+        if the stored record wins, nothing changes.  A key stored twice in one file group: each
+        copy is compared on its own (Java's mergeForPartitionUpdatesIfNeeded), so the record moves
+        if it beats the least of them, and the merge deletes only the copies it beats (MOVED_OUT
+        carries its ordering value); the others stay.  The record is inserted once, and not at all
+        where a copy of its key is stored in its partition already: that copy is merged with it by
+        the ordering rule, in place (docs/hudi/duplicate-keys.md).  Soft deletes and the delete
+        operation do not move: they go to the file group holding the key, which deletes it wherever
+        it is.  Records of the same key in other tasks of this write are settled at commit
+        (commit_merge.py)."""
         movers = pc.and_(moved, pc.equal(existing.column(KIND), UPSERT))
         if not pc.any(movers).as_py():
             return existing, fid_col, locs
@@ -133,7 +148,7 @@ class BucketAssigner:
         rows, row_fids, row_locs = existing.filter(movers), fid_col.filter(movers), locs.filter(movers)
         if stored_ordering is not None:
             precombine = self.ctx.config.precombine_field
-            stored = stored_ordering(rows, row_fids)
+            stored = stored_ordering(rows, row_fids)  # the least of a key's copies in the file group
             incoming = rows.column(precombine)
             # ties and nulls go to the incoming record, as in merge_file_group
             beats = pc.invert(pc.fill_null(pc.greater(stored, incoming), False))
@@ -145,7 +160,9 @@ class BucketAssigner:
             self._group(out, tombstones, row_fids)
             out.moved_from.update(pc.unique(row_fids).to_pylist())
             out.moved_keys = pc.unique(rows.column(KEY).combine_chunks())
-            self.assign_inserts(out, _one_insert_per_key(rows, existing.filter(pc.invert(moved))))
+            if stored_in_place is None:
+                stored_in_place = existing.filter(pc.invert(moved)).column(KEY).combine_chunks()
+            self.assign_inserts(out, _one_insert_per_key(rows, stored_in_place))
         return existing.filter(stays), fid_col.filter(stays), locs.filter(stays)
 
     def _group(self, out: Assignment, rows: pa.Table, fid_col: pa.Array) -> None:
@@ -215,13 +232,12 @@ class BucketAssigner:
         return out
 
 
-def _one_insert_per_key(movers: pa.Table, in_place: pa.Table) -> pa.Table:
+def _one_insert_per_key(movers: pa.Table, stored_in_place: pa.Array) -> pa.Table:
     """The records a global index inserts in their new partition: a key stored in several file
     groups (docs/hudi/duplicate-keys.md) has one mover per copy elsewhere, but is inserted once, and
-    not at all where a copy already sits in the record's partition (that copy is updated in place)."""
-    rows = movers.filter(
-        pc.invert(pc.is_in(movers.column(KEY), value_set=in_place.column(KEY).combine_chunks()))
-    )
+    not at all where a copy already sits in the record's partition (that copy is merged with the
+    record in place, by the ordering rule: updated, or kept if it beats the record)."""
+    rows = movers.filter(pc.invert(pc.is_in(movers.column(KEY), value_set=stored_in_place)))
     if rows.num_rows <= 1 or pc.count_distinct(rows.column(KEY)).as_py() == rows.num_rows:
         return rows
     ranked = rows.take(pc.sort_indices(rows, sort_keys=[(KEY, "ascending")]))

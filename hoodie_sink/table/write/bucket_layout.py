@@ -15,6 +15,9 @@ first written with.  Then the layout is recorded, so later writes take it from h
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +29,7 @@ from hoodie_sink.table.format.properties import (
     PROPERTIES_FILE,
     TableConfig,
     read_properties_text,
+    read_table_config,
     with_properties_set,
 )
 from hoodie_sink.table.format.schema import META_COLUMNS
@@ -34,20 +38,46 @@ from hoodie_sink.table.index.bucket import bucket_of_file_id, record_key_bucket_
 from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
-from hoodie_sink.table.write.table_setup import bucket_layout_of
+from hoodie_sink.table.write.table_setup import bucket_layout_of, resolve_with_table, table_exists
 
 log = logging.getLogger(__name__)
 RECORD_KEY = META_COLUMNS[2]
 
 
+# The check reads the record-key column of every latest file slice once.  Up to this many bytes
+# of stored files, the write that finds the layout unrecorded does it in its own process; beyond,
+# it refuses and names record_bucket_layout, which runs one Spark task per file group (work that
+# grows with the data runs in tasks, never in the driver).
+DRIVER_CHECK_MAX_BYTES = 2 << 30
+
+# `task_map(items, work)` -> [work(item) for item in items], in item order: here by default, or one
+# Spark task per item (datasource/service_jobs.py).
+TaskMap = Callable[[list[Any], Callable[[Any], Any]], list[Any]]
+
+
+@dataclass(frozen=True)
+class StoredBucket:
+    """One latest file group of a BUCKET table, with the bucket its file ID names."""
+
+    partition: str
+    file_id: str
+    bucket: int
+    ref: str  # what Snapshot.read_ref reads: a base file, or a file slice
+    size: int  # bytes of its files
+
+
 def settle_bucket_layout(
-    storage: Storage, cfg: WriteConfig, table: TableConfig, timeline: Timeline
+    storage: Storage,
+    cfg: WriteConfig,
+    table: TableConfig,
+    timeline: Timeline,
+    task_map: TaskMap | None = None,
 ) -> TableConfig:
     """For a BUCKET write into a table that records no bucket count: check the write's layout
     against the stored file groups and keys, then record it.  The table config to write with."""
     if cfg.index_type != "bucket" or table.num_buckets is not None:
         return table
-    check_stored_layout(storage, cfg, timeline)
+    check_stored_layout(storage, cfg, timeline, task_map)
     recorded = table.with_updates(**bucket_layout_of(cfg))
     text, encoding = read_properties_text(storage)
     # Hadoop's local file system checks a file against its `.<name>.crc` sibling: deleted first,
@@ -60,17 +90,49 @@ def settle_bucket_layout(
     return recorded
 
 
-def check_stored_layout(storage: Storage, cfg: WriteConfig, timeline: Timeline) -> None:
-    """Refuse the write unless every stored key lies in the bucket this write hashes it to."""
-    snapshot = Snapshot.open(storage, timeline=timeline)
+def check_stored_layout(
+    storage: Storage, cfg: WriteConfig, timeline: Timeline, task_map: TaskMap | None = None
+) -> None:
+    """Refuse the write unless every stored key lies in the bucket this write hashes it to.
+    `task_map` reads the keys of the file groups (default: here, up to DRIVER_CHECK_MAX_BYTES)."""
+    snapshot = Snapshot.open(storage, timeline=Timeline(timeline.instants))
     if snapshot.instant is None:
         return  # no data: nothing can be mis-routed
-    fields = list(cfg.bucket_hash_fields or cfg.record_key_fields)
+    groups = stored_buckets(snapshot, cfg)
+    if not groups:
+        return
+    if task_map is None:
+        total = sum(g.size for g in groups)
+        if total > DRIVER_CHECK_MAX_BYTES:
+            raise HoodieTableError(
+                f"The table at {cfg.path} records no bucket layout in {PROPERTIES_FILE}, and checking this BUCKET "
+                f"write's bucket count and hash fields against its {len(groups)} file groups means reading the "
+                f"record keys of {total / 2**20:,.0f} MiB of files, too much for one process. Nothing was "
+                "written. Help: run hoodie_sink.record_bucket_layout(path, options, spark=spark) once with "
+                "this write's options (a Spark job, one task per file group); later writes read the layout "
+                f"from {PROPERTIES_FILE}."
+            )
+        task_map = _here
+    fields, n = list(cfg.bucket_hash_fields or cfg.record_key_fields), cfg.num_buckets
+
+    def check(group: StoredBucket) -> str | None:
+        return misplaced_key(snapshot, group, fields, n)
+
+    found = next((f for f in task_map(groups, check) if f is not None), None)
+    if found is not None:
+        _refuse(cfg, found)
+
+
+def stored_buckets(snapshot: Snapshot, cfg: WriteConfig) -> list[StoredBucket]:
+    """The latest file groups with their buckets; refuses a layout their names already rule out
+    (a file group outside any bucket, a bucket beyond the count, two file groups in one bucket)."""
     n = cfg.num_buckets
     if snapshot.merges_logs:
-        groups = [(sl.partition_path, sl.file_id, slice_ref(sl)) for sl in snapshot.file_slices()]
+        groups = [
+            (sl.partition_path, sl.file_id, slice_ref(sl), _slice_size(sl)) for sl in snapshot.file_slices()
+        ]
     else:
-        groups = [(bf.partition_path, bf.file_id, bf.path) for bf in snapshot.base_files()]
+        groups = [(bf.partition_path, bf.file_id, bf.path, bf.size) for bf in snapshot.base_files()]
     if groups and RECORD_KEY not in snapshot.schema.names:
         raise HoodieTableError(
             f"The table at {cfg.path} records no bucket layout in {PROPERTIES_FILE} and stores no record keys "
@@ -79,7 +141,8 @@ def check_stored_layout(storage: Storage, cfg: WriteConfig, timeline: Timeline) 
             f"{K_BUCKET_HASH_FIELD} with the table's values to {PROPERTIES_FILE}."
         )
     seen: dict[tuple[str, int], str] = {}
-    for partition, fid, ref in sorted(groups):
+    out = []
+    for partition, fid, ref, size in sorted(groups):
         try:
             bucket = bucket_of_file_id(fid)
         except ValueError:
@@ -97,18 +160,33 @@ def check_stored_layout(storage: Storage, cfg: WriteConfig, timeline: Timeline) 
                 f"({seen[(partition, bucket)]}, {fid}): the BUCKET index keeps one per bucket. Nothing was written."
             )
         seen[(partition, bucket)] = fid
-        keys = snapshot.read_ref(ref, [RECORD_KEY]).column(RECORD_KEY).combine_chunks()
-        if len(keys) == 0:
-            continue
-        hashed = record_key_bucket_ids(keys, fields, n)
-        wrong = np.flatnonzero(hashed != bucket)
-        if len(wrong):
-            key, to = keys[int(wrong[0])].as_py(), int(hashed[wrong[0]])
-            _refuse(
-                cfg,
-                f"key '{key}' is stored in bucket {bucket} ({fid}, partition '{partition}'), and these "
-                f"settings hash it to bucket {to}",
-            )
+        out.append(StoredBucket(partition, fid, bucket, ref, size))
+    return out
+
+
+def misplaced_key(snapshot: Snapshot, group: StoredBucket, fields: list[str], n: int) -> str | None:
+    """The first stored key of `group` that `fields` and `n` hash to another bucket, described;
+    None when every key is in place.  One file group's work: a task's, in a Spark job."""
+    keys = snapshot.read_ref(group.ref, [RECORD_KEY]).column(RECORD_KEY).combine_chunks()
+    if len(keys) == 0:
+        return None
+    hashed = record_key_bucket_ids(keys, fields, n)
+    wrong = np.flatnonzero(hashed != group.bucket)
+    if not len(wrong):
+        return None
+    key, to = keys[int(wrong[0])].as_py(), int(hashed[wrong[0]])
+    return (
+        f"key '{key}' is stored in bucket {group.bucket} ({group.file_id}, partition '{group.partition}'), "
+        f"and these settings hash it to bucket {to}"
+    )
+
+
+def _here(items: list[Any], work: Callable[[Any], Any]) -> list[Any]:
+    return [work(item) for item in items]
+
+
+def _slice_size(sl) -> int:
+    return (sl.base_file.size if sl.base_file else 0) + sum(lf.size for lf in sl.log_files)
 
 
 def _refuse(cfg: WriteConfig, found: str) -> None:
@@ -119,4 +197,27 @@ def _refuse(cfg: WriteConfig, found: str) -> None:
         f"layout in {PROPERTIES_FILE} (Apache Hudi does not; hoodie_sink does since it creates the table), so "
         "this write would insert stored keys again. Nothing was written. Help: give the bucket count and hash "
         "fields the table was written with."
+    )
+
+
+def record_bucket_layout(path: str, options: dict[str, str], task_map: TaskMap | None = None) -> TableConfig:
+    """Check the BUCKET layout that `options` give against the table at `path` and record it in
+    hoodie.properties (what a BUCKET write does on its own when the table is small enough);
+    `task_map` runs the per-file-group checks (default: here, whatever the table's size;
+    hoodie_sink.record_bucket_layout(..., spark=spark): a Spark job).  The
+    table config, with the layout.  A table that already records one is left as it is."""
+    cfg = WriteConfig.from_options(options, path=path)
+    if cfg.index_type != "bucket":
+        raise HoodieConfigError(
+            f"record_bucket_layout needs the BUCKET index options of the writes to come "
+            f"('hoodie.index.type'='BUCKET', not '{cfg.index_type.upper()}')."
+        )
+    storage = cfg.storage()
+    if not table_exists(storage):
+        raise HoodieTableError(
+            f"There is no Hudi table at {path}: a new BUCKET table records its layout itself."
+        )
+    table = read_table_config(storage)
+    return settle_bucket_layout(
+        storage, resolve_with_table(cfg, table), table, Timeline.load(storage), task_map or _here
     )

@@ -2,10 +2,10 @@
 
 Every write creates a new log version (`max version of the slice + 1`) under its own write token
 and never appends to an existing file: what Java does on storage without append (local disks,
-object stores; services doc §1.2), and what makes a failed write's rollback a plain delete.  The
-file holds an AVRO_DATA block with the upserted records (meta fields first, as Java's append
-handle fills them) and, if any, a DELETE block; both carry the INSTANT_TIME and SCHEMA headers.
-A CREATE marker names the log file itself, so Java's marker-based rollback deletes it too.
+object stores; docs/hudi/services.md#log-file-versions), and what makes a failed write's rollback
+a plain delete.  The file holds an AVRO_DATA block with the upserted records (meta fields first, as
+Java's append handle fills them) and, if any, a DELETE block; both carry the INSTANT_TIME and SCHEMA
+headers. A CREATE marker names the log file itself, so Java's marker-based rollback deletes it too.
 """
 
 from __future__ import annotations
@@ -251,8 +251,9 @@ def rewritten_slices(ctx: WriteContext) -> set[str]:
     """File groups whose changes rewrite the base file instead of adding a log: in a merge-on-read
     table ordered by commit time but with a precombine field (OverwriteWithLatestAvroPayload, as
     Java's tables often are), a slice that has logs already, since Java's readers order log records
-    by the precombine value and a late record would lose there while it wins in hudi-rs (services
-    doc §2.5): the one table state both read alike is a single log record per key."""
+    by the precombine value and a late record would lose there while it wins in hudi-rs
+    (docs/hudi/services.md#merge-semantics): the one table state both read alike is a single log
+    record per key."""
     cfg = ctx.config
     if not (ctx.merge_on_read and cfg.precombine_field and cfg.commit_time_ordering):
         return set()

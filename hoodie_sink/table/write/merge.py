@@ -4,8 +4,10 @@ A *change set* is an Arrow table of data columns (table schema) plus four contro
 `_hk` the record key, `_hp` the partition path, `_ho` the arrival order (int64, larger =
 later) and `_hd` the change kind (UPSERT, SOFT_DELETE: a `_hoodie_is_deleted` record that still
 obeys the ordering rule, DELETE: the delete operation, which always wins, MOVED_OUT: the stored
-copy of a key whose record moves to another partition under a global index; the task has
-already checked that the record beats the stored one, so it deletes like DELETE).
+copy of a key whose record moves to another partition under a global index; it carries the
+record's ordering value and deletes every stored copy of the key that the record beats, each
+compared on its own, as Java's `HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded` merges the
+record with each copy: a copy that beats the record stays where it is).
 
 A record's identity is its key under a global index and the pair (key, partition path) under
 a partition-scoped one (BLOOM, BUCKET): changes are combined per identity, as Hudi's
@@ -190,7 +192,8 @@ def _match_stored(
     old: pa.Table, changes: pa.Table, kinds: np.ndarray, precombine: str | None, commit_time_ordering: bool
 ) -> _Match:
     """Which stored rows a change updates or deletes: a change wins unless the stored record's
-    ordering value is strictly greater (deletes by the delete operation and moves always win)."""
+    ordering value is strictly greater (deletes by the delete operation always win).  Every stored
+    row is compared on its own: of a key stored twice, a move deletes the copies it beats only."""
     n_old = old.num_rows
     pos = pc.index_in(old.column(RECORD_KEY), value_set=changes.column(KEY).combine_chunks())
     valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
@@ -200,7 +203,7 @@ def _match_stored(
         stored = old.column(precombine) if precombine in old.column_names else pa.nulls(n_old)
         incoming = changes.column(precombine).take(pa.array(inc_at))
         wins &= _not_greater(stored, incoming)
-    wins |= valid & (kinds[inc_at] >= DELETE)  # the delete operation (and a move) ignores ordering
+    wins |= valid & (kinds[inc_at] == DELETE)  # the delete operation ignores ordering
     matched = np.zeros(changes.num_rows, dtype=bool)
     matched[inc_at[valid]] = True
     deleted = wins & (kinds[inc_at] != UPSERT)

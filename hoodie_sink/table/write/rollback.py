@@ -1,10 +1,11 @@
 """Rolling back a write that did not complete, as Java does: a `.rollback` instant whose plan
 lists the files, then the files, then the failed instant's timeline files, then the rollback's
-completion (format doc §7.6, services doc §6.1).
+completion (docs/hudi/services.md#rollback).
 
-Order matters (format doc §3.4): a data file whose instant has no timeline file and is older
-than the timeline counts as committed, so the failed instant's timeline files go after its
-data files.  A rollback that dies midway is redone from its plan by the next writer.
+Order matters (docs/hudi/format.md#commit-protocol-and-visibility): a data file whose instant has no
+timeline file and is older than the timeline counts as committed, so the failed instant's timeline
+files go after its data files.  A rollback that dies midway is redone from its plan by the next
+writer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Iterable
 
 from hoodie_sink.config import WriteConfig
-from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, LogFile, join_partition
@@ -87,7 +88,7 @@ def written_files(storage: Storage, instant: Instant) -> list[str]:
 
 def _appended_logs(storage: Storage, instant: str, marked: str) -> list[str]:
     """The log files a (Java) APPEND marker stands for.  Its name is the slice's base-file-style
-    name `<fileId>_<token>_<baseInstant>.parquet` (format doc §8), not the log file's: the logs
+    name `<fileId>_<token>_<baseInstant>.parquet` (docs/hudi/format.md#markers), not the log file's: the logs
     of that slice whose blocks all carry the instant are the ones it wrote (on storage without
     append every write makes a new log version).  A log mixing its blocks with others' (an
     append on HDFS) cannot be deleted and is refused."""
@@ -226,7 +227,16 @@ def execute_rollback(
     delete_markers(storage, target.timestamp)
     taken_ms = int((time.monotonic() - started) * 1000)
     metadata = encode_rollback_metadata(rollback.timestamp, taken_ms, plan, files, [], storage.base_uri)
-    store.complete(inflight, metadata)
+    try:
+        store.complete(inflight, metadata)
+    except HoodieCommitStateUnknown:
+        # Another writer that saw this rollback pending redid it from the same plan and published
+        # it first (on S3 the completed file is never overwritten, and its metadata differs from
+        # ours only in time taken): the rollback is done either way.
+        if not storage.exists(store.path(inflight.with_state(COMPLETED))):
+            raise
+        log.info("hoodie: rollback %s was completed by another writer meanwhile", rollback.timestamp)
+        return len(files)
     log.info("hoodie: rolled back %s %s in rollback %s (%d files deleted)", target.action, target.timestamp,
              rollback.timestamp, len(files))  # fmt: skip
     return len(files)

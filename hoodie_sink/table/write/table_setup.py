@@ -92,15 +92,16 @@ def check_not_foreign(storage: Storage) -> None:
 
 def default_payload(precombine_field: str | None) -> str:
     """The payload class of a new table when the write names none: what our merge has always
-    done and what readers infer from a precombine field (format doc §6.7): with one, the higher
-    ordering value wins, also against the stored record (event time); without one, the latest
-    write wins (commit time)."""
+    done and what readers infer from a precombine field (docs/hudi/format.md#file-slices-and-merge-mode):
+    with one, the higher ordering value wins, also against the stored record (event time); without
+    one, the latest write wins (commit time)."""
     return DEFAULT_PAYLOAD if precombine_field else OVERWRITE_WITH_LATEST_PAYLOAD
 
 
 def _table_payload(table: TableConfig) -> str | None:
     """The payload class that decides the table's merge semantics, inferred as readers do
-    (§6.7): the payload class, else the merge strategy id; None if neither says."""
+    (docs/hudi/format.md#file-slices-and-merge-mode): the payload class, else the merge strategy
+    id; None if neither says."""
     if table.payload_class:
         return table.payload_class
     strategy = table.extra.get(K_MERGER_STRATEGY)

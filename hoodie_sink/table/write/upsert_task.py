@@ -1,6 +1,8 @@
 """The task side of upsert and delete: tag, assign to buckets, buffer, merge or stage.
 
-Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuffle):
+Flow (the design of Hudi's Flink writer, fitted to Spark tasks that cannot shuffle: a Python
+writer cannot ask for its input to be partitioned by key,
+docs/spark/python-datasource.md#no-distribution-requirement):
 1. Incoming batches are keyed and collected until `TAG_ROWS` rows or half the task's buffer
    budget, then tagged in one vectorised index lookup (each lookup probes every candidate
    file's keys once, so fewer, larger lookups are cheaper): each record is an update of an
@@ -223,9 +225,11 @@ class UpsertTask:
             # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
             compare = self.precombine and not self.cfg.commit_time_ordering
             stored_ordering = self._stored_ordering if compare else None
+            stored_in_place = None
             if self.mor and compare:
+                stored_in_place = self._stored_in_place(changes, tags)
                 changes, tags = self._without_stored_winners(changes, tags)
-            assignment = self.assigner.assign(changes, tags, stored_ordering)
+            assignment = self.assigner.assign(changes, tags, stored_ordering, stored_in_place)
         clustering = self.ctx.clustering_file_groups
         if clustering:
             hit = {(part, fid): clustering[(part, fid)] for part, fid in assignment.buckets
@@ -286,6 +290,16 @@ class UpsertTask:
         if self.mor:  # the logs hold newer values than the base files
             values = current_ordering_values(self.ctx, keys, file_ids, values, self.file_schema)
         return values
+
+    def _stored_in_place(self, changes: pa.Table, tags: TagResult) -> pa.Array | None:
+        """Global index with update.partition.path: the keys stored (also) in their record's
+        partition, taken before _without_stored_winners drops the changes a stored copy beats: a
+        record moving out of another partition is not inserted where its key is stored already
+        (bucket_assigner._one_insert_per_key), whether that copy takes the record or beats it."""
+        if not (self.cfg.index_type == "global_bloom" and self.cfg.update_partition_path):
+            return None
+        here = pc.and_(pc.is_valid(tags.file_id), pc.equal(tags.partition_path, changes.column(PART)))
+        return changes.column(KEY).filter(pc.fill_null(here, False)).combine_chunks()
 
     def _without_stored_winners(self, changes: pa.Table, tags: TagResult) -> tuple[pa.Table, TagResult]:
         """Merge-on-read, event-time ordering: drop the changes that the stored record beats, as a

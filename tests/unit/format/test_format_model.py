@@ -27,9 +27,7 @@ from hoodie_sink.table.format.timeline.instant import (
     next_instant_time,
     parse_instant,
 )
-from tests.support.tables import COW_FIXTURES, FIXTURES, unzip_fixture
-
-pytestmark = pytest.mark.skipif(not FIXTURES.exists(), reason=f"fixtures not found at {FIXTURES}")
+from tests.support.tables import COW_FIXTURES, unzip_fixture
 
 
 @pytest.mark.parametrize(

@@ -26,8 +26,8 @@ from hoodie_sink.table.format.keygen import (
     parse_partition_path,
     unescape_path_name,
 )
+from tests.support.tables import fixture_zips
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hudi-tables"
 UTC = datetime.timezone.utc
 
 
@@ -425,7 +425,8 @@ def ts_paths(values: pa.Array | list, **kwargs: object) -> list[str]:
 
 
 def test_timestamp_fixture_case() -> None:
-    """§9.2 sample: DATE_STRING input with 'T' literal and Z offset, output yyyy/MM/dd/HH."""
+    """The sample of docs/hudi/format.md#record-keys-and-partition-paths: DATE_STRING input with 'T'
+    literal and Z offset, output yyyy/MM/dd/HH."""
     out = ts_paths(
         ["2023-04-01T12:01:00.123Z"],
         timestamp_type="DATE_STRING",
@@ -562,7 +563,7 @@ def fixture_tables(root: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def unzipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hudi-tables")
-    for zf in sorted(FIXTURES.glob("*.zip")):
+    for zf in fixture_zips():
         with zipfile.ZipFile(zf) as z:
             z.extractall(root / zf.stem, [m for m in z.namelist() if not m.startswith("__MACOSX")])
     return root

@@ -29,7 +29,8 @@ def test_a_java_avro_data_block_re_encodes_byte_for_byte(tmp_path):
     log = next(p for p in table.rglob(".*.log.*") if "__MACOSX" not in p.parts)
     data = log.read_bytes()
     [block] = list(read_blocks(data, str(log)))
-    assert block.block_type == AVRO_DATA_BLOCK and len(data) == 1148  # services doc §1.3
+    # docs/hudi/services.md#log-block-framing
+    assert block.block_type == AVRO_DATA_BLOCK and len(data) == 1148
     records = avro_records(block)
     assert records[0]["_hoodie_record_key"] == "9909a8b1-2d15-4d3d-8ec9-efc48c536a00"
     content = avro_data_content(json.loads(block.header[SCHEMA]), records)
@@ -55,8 +56,9 @@ def test_damaged_blocks_are_named_not_skipped():
 
 
 def test_delete_block_encodes_the_wrapper_union_as_java():
-    """services doc §1.7: a SQL DELETE of 3 keys: array count 3 (zig-zag 06), recordKey branch 1
-    (02), a 36-byte key (48), ... and every ordering value IntWrapper(0) = branch 2, value 0 (04 00)."""
+    """docs/hudi/services.md#delete-blocks: a SQL DELETE of 3 keys: array count 3 (zig-zag 06),
+    recordKey branch 1 (02), a 36-byte key (48), ... and every ordering value IntWrapper(0) = branch
+    2, value 0 (04 00)."""
     keys = [(f"{i:036d}", "city=sf", ("IntWrapper", 0)) for i in range(3)]
     block = delete_block(keys, "20250101000000000", {"type": "record", "name": "r", "fields": []})
     version, size = struct.unpack_from(">ii", block.content, 0)

@@ -1,4 +1,5 @@
-"""Rollback plan and metadata Avro (format doc §7.6): Java 0.15's writer schemas, round trips."""
+"""Rollback plan and metadata Avro (docs/hudi/services.md#rollback): Java 0.15's writer schemas,
+round trips."""
 
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ from hoodie_sink.table.index.bloom import (
     murmur_hash,
     num_hashes,
 )
+from tests.support.tables import fixture_zips
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hudi-tables"
 M32 = 0xFFFFFFFF
 
 
@@ -136,7 +136,7 @@ class RefDynamicFilter:
 
 def _fixture_members() -> list:
     params = []
-    for zpath in sorted(FIXTURES.glob("*.zip")):
+    for zpath in fixture_zips():
         with zipfile.ZipFile(zpath) as zf:
             for name in zf.namelist():
                 if name.endswith(".parquet") and "__MACOSX" not in name:
@@ -147,7 +147,7 @@ def _fixture_members() -> list:
 @pytest.fixture(scope="module")
 def unzipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hudi-fixtures")
-    for zpath in sorted(FIXTURES.glob("*.zip")):
+    for zpath in fixture_zips():
         with zipfile.ZipFile(zpath) as zf:
             members = [n for n in zf.namelist() if "__MACOSX" not in n]
             zf.extractall(root / zpath.stem, members=members)
@@ -245,7 +245,8 @@ def test_default_sizing_and_two_key_sample_prefix() -> None:
     assert bit_size(60000, 1e-9) == 2587966
     assert num_hashes(2587966, 60000) == 30
     meta = build_footer_metadata(pa.array(["k1", "k2"]))
-    # §5.5: header -1/30/1/2587966, nr 60000, currentNbRecord 2, as in Java-written 2-key files.
+    # docs/hudi/format.md#bloom-filters: header -1/30/1/2587966, nr 60000, currentNbRecord 2, as in
+    # Java-written 2-key files.
     assert meta[BLOOM_FOOTER_KEY].startswith("/////wAAAB4BACd9PgAA6mAAAAAC")
     raw = base64.b64decode(meta[BLOOM_FOOTER_KEY])
     assert len(raw) == 13 + 12 + 13 + (2587966 + 7) // 8

@@ -181,7 +181,8 @@ CRASHED = "20300101000000000"  # newer than anything the tests write
 def java_crashed_append(t: Mor, partition: str, blocks_of: list[str], tail: bytes = b"") -> tuple[str, str]:
     """A Java deltacommit that died after appending to the latest slice of a file group in
     `partition`: a new log version holding blocks with INSTANT_TIME `blocks_of`, and Java 0.15's
-    APPEND marker, named like the slice's base file (format doc §8).  (log path, base file path)."""
+    APPEND marker, named like the slice's base file (docs/hudi/format.md#markers).  (log path, base
+    file path)."""
     storage = t.storage
     base = next(p for p in storage.walk_files(partition) if p.endswith(".parquet"))
     file_id, _, base_instant = base.rsplit("/", 1)[1].removesuffix(".parquet").split("_")

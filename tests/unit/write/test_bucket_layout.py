@@ -20,6 +20,7 @@ from hoodie_sink.table.format.properties import (
 )
 from hoodie_sink.table.index.bucket import bucket_of_file_id, record_key_bucket_ids
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write import bucket_layout
 from tests.support.tables import assert_table_matches, read_both
 
 BASE = {
@@ -248,3 +249,34 @@ def test_an_unrecorded_table_without_data_takes_the_writes_layout(tmp_path):
     t.write(rows(range(10), 3), {**BUCKET2, "hoodie.bucket.index.num.buckets": "3"})
     assert t.properties()["hoodie.bucket.index.num.buckets"] == "3"
     t.check()
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_a_large_unrecorded_table_is_checked_by_record_bucket_layout_not_by_the_write(
+    tmp_path, table_type, monkeypatch
+):
+    """Beyond DRIVER_CHECK_MAX_BYTES of stored files, a BUCKET write does not read every stored key in
+    its own process: it is refused before anything is written and names record_bucket_layout, which
+    checks per file group (here in-process; tests/spark/test_bucket_layout.py runs it as a Spark job)
+    and records the layout; then the write goes through."""
+    monkeypatch.setattr(bucket_layout, "DRIVER_CHECK_MAX_BYTES", 1)
+    t = Table(tmp_path / "t", table_type)
+    t.write(rows(range(20), 1), BUCKET2)
+    t.write(rows(range(10, 30), 2), BUCKET2)
+    t.forget_layout()
+    with pytest.raises(
+        HoodieTableError, match=r"hoodie_sink.record_bucket_layout\(path, options, spark=spark\)"
+    ):
+        t.write(rows(range(20), 3), BUCKET2)
+    t.check()
+    opts = {**BUCKET2, "hoodie.datasource.write.table.type": table_type}
+    with pytest.raises(HoodieConfigError, match=r"'hoodie.bucket.index.num.buckets'='3' .* do not match"):
+        hoodie_sink.record_bucket_layout(t.path, {**opts, "hoodie.bucket.index.num.buckets": "3"})
+    assert not set(LAYOUT_KEYS) & set(t.properties())
+    with pytest.raises(HoodieConfigError, match="'hoodie.index.type'='BUCKET'"):
+        hoodie_sink.record_bucket_layout(t.path, BASE)
+    hoodie_sink.record_bucket_layout(t.path, opts)
+    assert t.properties()["hoodie.bucket.index.num.buckets"] == "2"
+    t.write(rows(range(20), 3), BUCKET2)
+    t.check()
+    assert_keys_in_their_buckets(t.path, 2, ["id"])

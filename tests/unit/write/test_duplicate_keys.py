@@ -136,3 +136,43 @@ def test_bucket_index_refuses_two_file_groups_in_one_bucket(tmp_path):
     twin.write_bytes(victim.read_bytes())
     with pytest.raises(HoodieTableError, match=r"two file groups in hash bucket \d .*rollback_to_instant"):
         _write(path, _rows((1, "a", 9.0, 5)), opts, "upsert")
+
+
+# key 1 stored twice in one file group of partition a, ts 2 and 8; upserted into b with ts:
+# each copy is compared with the record on its own (docs/hudi/duplicate-keys.md, "Moving a key")
+MOVES = [
+    (1, [(1, "a", 1.0, 2), (1, "a", 2.0, 8)]),  # loses to both: nothing changes
+    (2, [(1, "a", 2.0, 8), (1, "b", 9.0, 2)]),  # ties the older copy: that one moves, once
+    (5, [(1, "a", 2.0, 8), (1, "b", 9.0, 5)]),  # between: the older copy moves
+    (8, [(1, "b", 9.0, 8)]),  # ties the newer, beats the older: both go, one row in b
+    (9, [(1, "b", 9.0, 9)]),  # beats both
+]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("ts,expected", MOVES)
+def test_a_move_deletes_the_copies_the_record_beats(tmp_path, table_type, ts, expected):
+    path = tmp_path / "t"
+    opts = _opts(table_type, "GLOBAL_BLOOM", **{"hoodie.bloom.index.update.partition.path": "true"})
+    _write(path, _rows((1, "a", 1.0, 2), (2, "a", 3.0, 1), (1, "a", 2.0, 8)), opts, "bulk_insert")
+    _write(path, _rows((1, "b", 9.0, ts)), opts, "upsert")
+    assert_table_matches(path, _rows(*expected, (2, "a", 3.0, 1)))
+    _write(path, _rows((1, "c", 0.0, 0)), opts, "delete")
+    assert_table_matches(path, _rows((2, "a", 3.0, 1)))
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("ts_b,expected_b", [(3, (1, "b", 9.0, 5)), (8, (1, "b", 2.0, 8))])
+def test_a_move_into_a_partition_that_holds_a_copy_merges_with_it_there(
+    tmp_path, table_type, ts_b, expected_b
+):
+    """Key 1 stored in a (ts 2) and in b: a record for b beats the copy in a, which goes; the copy
+    in b takes the record, or beats it and stays; the record is never inserted beside it (not even
+    in a new file group: no small file packing here, which would merge it with the copy anyway)."""
+    path = tmp_path / "t"
+    opts = _opts(table_type, "GLOBAL_BLOOM", **{"hoodie.bloom.index.update.partition.path": "true",
+                                                "hoodie.parquet.small.file.limit": "0"})  # fmt: skip
+    _write(path, _rows((1, "a", 1.0, 2), (2, "a", 3.0, 1)), opts, "bulk_insert")
+    _write(path, _rows((1, "b", 2.0, ts_b)), opts, "bulk_insert")
+    _write(path, _rows((1, "b", 9.0, 5)), opts, "upsert")
+    assert_table_matches(path, _rows(expected_b, (2, "a", 3.0, 1)))

@@ -1,7 +1,8 @@
 """Instants: the timeline's file names, their actions and states, and instant times.
 
-Pure: parsing and rendering only (format doc §3.1-3.2).  Layout version 1 keeps every state
-as its own file in `.hoodie/`; the one irregular name is a commit's inflight `<t>.inflight`.
+Pure: parsing and rendering only (docs/hudi/format.md#instant-times,
+docs/hudi/format.md#timeline-file-names).  Layout version 1 keeps every state as its own file in
+`.hoodie/`; the one irregular name is a commit's inflight `<t>.inflight`.
 """
 
 from __future__ import annotations

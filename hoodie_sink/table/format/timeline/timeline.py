@@ -103,7 +103,8 @@ class Timeline:
         return self._earliest_write_time
 
     def is_committed(self, ts: str) -> bool:
-        """Hudi's visibility rule (format doc §3.4): completed, or older than the timeline."""
+        """Hudi's visibility rule: completed, or older than the timeline
+        (docs/hudi/format.md#commit-protocol-and-visibility)."""
         if ts in self._completed_write_times:
             return True
         earliest = self._earliest_write_time

@@ -20,6 +20,7 @@ __all__ = [
     "HoodieKeyError",
     "HoodieSchemaError",
     "HoodieTableError",
+    "Table",
     "cluster",
     "read",
     "compact",
@@ -48,38 +49,11 @@ def read(path: str, options: dict | None = None, **kwargs):
     what `options` (Hudi's read options, as for spark.read: query type, as.of.instant, the
     incremental query's begin and end instants, its path glob, the cdc format; S3's fs.s3a.*
     settings) ask for.
-    `kwargs`: `columns`, `partition_filter`, and for snapshots `filters` (see table/read/snapshot.py)."""
-    from hoodie_sink.table.read.snapshot import read_snapshot
+    `kwargs`: `columns`, `partition_filter`, and for snapshots `filters` (see table/read/snapshot.py).
+    The same as `Table(path, options).read(**kwargs)`."""
+    from hoodie_sink.table.client.table import Table
 
-    if options:
-        from hoodie_sink.errors import HoodieConfigError
-        from hoodie_sink.read_config import ReadConfig
-
-        cfg = ReadConfig.from_options(options, path=path)
-        target = cfg.storage()
-        if cfg.cdc:
-            from hoodie_sink.table.read.cdc import read_cdc
-
-            if kwargs:
-                raise HoodieConfigError(f"A change feed (incremental.format=cdc) takes no {sorted(kwargs)}.")
-            assert cfg.begin_instant is not None, "ReadConfig requires it"
-            return read_cdc(target, cfg.begin_instant, cfg.end_instant)
-        if cfg.incremental:
-            from hoodie_sink.table.read.incremental import read_incremental
-
-            unknown = set(kwargs) - {"columns", "partition_filter"}
-            if unknown:
-                raise HoodieConfigError(
-                    f"An incremental read takes columns and partition_filter, not {sorted(unknown)}."
-                )
-            assert cfg.begin_instant is not None, "ReadConfig requires it"
-            return read_incremental(target, cfg.begin_instant, cfg.end_instant,
-                                    fallback_full_scan=cfg.fallback_full_scan, path_glob=cfg.path_glob,
-                                    **kwargs)  # fmt: skip
-        kwargs = {"as_of": cfg.as_of_instant, "read_optimized": cfg.read_optimized,
-                  "skip_merge": cfg.skip_merge, **kwargs}  # fmt: skip
-        return read_snapshot(target, **kwargs)
-    return read_snapshot(path, **kwargs)
+    return Table(path, options).read(**kwargs)
 
 
 def cluster(path: str, options: dict | None = None, spark=None):
@@ -90,9 +64,9 @@ def cluster(path: str, options: dict | None = None, spark=None):
         from hoodie_sink.datasource.clustering import run_clustering
 
         return run_clustering(spark, path, options)
-    from hoodie_sink.table.services.clustering import run
+    from hoodie_sink.table.client.table import Table
 
-    return run(path, dict(options or {}))
+    return Table(path, options).cluster()
 
 
 def compact(path: str, options: dict | None = None, spark=None):
@@ -104,10 +78,10 @@ def compact(path: str, options: dict | None = None, spark=None):
         from hoodie_sink.datasource.compaction import run_compaction
 
         return run_compaction(spark, path, options)
-    from hoodie_sink.table.services.compaction import run
+    from hoodie_sink.table.client.table import Table
 
     # beside a stream, a plan waits for a moment between micro-batches (up to a minute)
-    return run(path, dict(options or {}), wait_for_writes_s=60.0)
+    return Table(path, options).compact(wait_for_writes_s=60.0)
 
 
 def record_bucket_layout(path: str, options: dict | None = None, spark=None):
@@ -122,3 +96,12 @@ def record_bucket_layout(path: str, options: dict | None = None, spark=None):
     from hoodie_sink.datasource.service_jobs import task_map
 
     return record(path, dict(options or {}), task_map(spark, f"hoodie bucket layout check of {path}"))
+
+
+def __getattr__(name: str):
+    # `hoodie_sink.Table` on first use: importing the package stays light (no pyarrow, no engine)
+    if name == "Table":
+        from hoodie_sink.table.client.table import Table as table_class
+
+        return table_class
+    raise AttributeError(f"module 'hoodie_sink' has no attribute {name!r}")

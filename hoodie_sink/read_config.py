@@ -94,6 +94,13 @@ _KNOWN_READ_KEYS = (
 )
 _WRITE_KEYS = {k.lower() for o in OPTIONS for k in (o.key, *o.aliases)}
 
+
+def is_read_option(key: str) -> bool:
+    """Whether `key` is one of the read options above (any case): what a write config, given one
+    options dict for a table's reads and its services, leaves to the reads."""
+    return key.lower() in _KNOWN_READ_KEYS
+
+
 AS_OF_FORMATS = (
     "'yyyyMMddHHmmssSSS', 'yyyyMMddHHmmss', 'yyyy-MM-dd HH:mm:ss.SSS', 'yyyy-MM-dd HH:mm:ss', 'yyyy-MM-dd'"
 )

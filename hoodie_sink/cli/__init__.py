@@ -1,6 +1,7 @@
 """`hoodie-sink`: look into a Hudi table and run its table services, as a normal Unix tool.
 
-Tables are aligned for a person; `--json` prints one JSON document for scripts.  Exit codes:
+Every command takes the table's path first (or as `--path PATH`).  Tables are aligned for a
+person; `--json` prints one JSON document for scripts.  Exit codes:
 0 done, 1 a check failed, 2 usage error, 3 the table could not be read or changed (one line on
 stderr naming the path or file, no traceback).
 """
@@ -12,6 +13,7 @@ import sys
 
 from hoodie_sink import __version__
 from hoodie_sink.cli import checks, cluster, compact, files, services, timeline
+from hoodie_sink.cli.args import resolve_path
 from hoodie_sink.errors import HoodieError
 
 COMMANDS = (timeline, files, checks, services, cluster, compact)  # each module adds its subcommands
@@ -29,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    resolve_path(args.path_parser, args)
     try:
         return int(args.run(args))
     except (HoodieError, OSError, ValueError) as e:

@@ -1,4 +1,4 @@
-"""`hoodie-sink compact --path P [--option k=v ...]`: finish pending compactions of a merge-on-read
+"""`hoodie-sink compact P [--option k=v ...]`: finish pending compactions of a merge-on-read
 table, then schedule and execute one, in a local thread pool or (--spark) as a Spark job; safe next
 to a streaming writer of the table (its writes go to the new file slices)."""
 
@@ -7,8 +7,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hoodie_sink.cli.render import emit_one
-from hoodie_sink.cli.services import add_job_parser, config_of, options_of, spark_session
+from hoodie_sink.cli.args import options_of
+from hoodie_sink.cli.render import emit, emit_one, seconds
+from hoodie_sink.cli.services import add_job_parser, spark_session, table_of
+
+COLUMNS = ["instant", "file_slices", "rows", "log_files", "log_bytes", "seconds"]
 
 
 def add_commands(sub: Any) -> None:
@@ -20,12 +23,9 @@ def add_commands(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = config_of(args)  # checks every KEY=VALUE and option name before any work starts
-    from hoodie_sink.table.services import compaction
-    from hoodie_sink.table.storage import Storage
-
+    table = table_of(args)  # checks every KEY=VALUE and option name before any work starts
     if args.schedule_only:
-        instant = compaction.schedule(Storage(args.path), cfg, force=True)
+        instant = table.schedule_compaction()
         emit_one(args, {"scheduled": instant} if instant else {"result": "nothing to compact"})
         return 0
     if args.spark:
@@ -34,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
         with spark_session(args.master, "hoodie-sink compact") as spark:
             results = run_compaction(spark, args.path, options_of(args))
     else:
-        results = compaction.run(args.path, cfg)
-    rows = [{"instant": r.instant, "fileSlices": r.file_groups, "rows": r.rows, "logFiles": r.log_files,
-             "logBytes": r.log_bytes, "seconds": round(r.duration_ms / 1000, 3)} for r in results]  # fmt: skip
-    emit_one(args, {"compactions": rows} if rows else {"result": "nothing to compact"})
+        results = table.compact()
+    rows = [{"instant": r.instant, "file_slices": r.file_groups, "rows": r.rows, "log_files": r.log_files,
+             "log_bytes": r.log_bytes, "seconds": seconds(r.duration_ms / 1000)} for r in results]  # fmt: skip
+    emit(args, rows, COLUMNS, empty="nothing to compact")
     return 0

@@ -13,8 +13,13 @@ def add_output_flags(p: Any) -> None:
 
 
 def emit(
-    args: Any, rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, title: str = ""
+    args: Any,
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[str] | None = None,
+    title: str = "",
+    empty: str = "(none)",
 ) -> None:
+    """Rows as aligned columns (numbers right-aligned), or with --json as a JSON list."""
     if getattr(args, "json", False):
         json.dump(list(rows), sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
@@ -22,7 +27,7 @@ def emit(
     if title:
         print(title)
     if not rows:
-        print("(none)")
+        print(empty)
         return
     cols = list(columns or rows[0].keys())
     cells = [[_cell(r.get(c)) for c in cols] for r in rows]
@@ -40,7 +45,13 @@ def emit(
         print(line(row).rstrip())
 
 
+def seconds(value: float) -> float:
+    """A duration as the commands show it: seconds, to the millisecond."""
+    return round(value, 3)
+
+
 def emit_one(args: Any, result: dict[str, Any]) -> None:
+    """One result as aligned `key  value` lines, or with --json as a JSON object."""
     if getattr(args, "json", False):
         json.dump(result, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
@@ -54,7 +65,7 @@ def _cell(v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, list | tuple):
-        return ",".join(str(x) for x in v)
+        return ",".join(str(x) for x in v) or "-"
     return str(v)
 
 

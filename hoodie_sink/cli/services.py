@@ -9,21 +9,18 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
-from hoodie_sink.cli.render import add_output_flags, emit, emit_one
-from hoodie_sink.cli.timeline import open_table
-from hoodie_sink.config import WriteConfig
-from hoodie_sink.table.services import savepoint
-from hoodie_sink.table.services.archival import ArchivalConfig, run_archival
-from hoodie_sink.table.services.cleaning import CleanConfig, run_clean
+from hoodie_sink.cli.args import add_option_flags, add_path, options_of
+from hoodie_sink.cli.render import add_output_flags, emit, emit_one, seconds
+from hoodie_sink.table.client.table import Table
 
 
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("clean", help="delete file slices the retention no longer needs (a clean instant)")
-    p.add_argument("path", help="table base path or URI")
+    add_path(p)
     _options(p)
     p.set_defaults(run=run_clean_command)
     p = sub.add_parser("archive", help="move old instants to the archived timeline")
-    p.add_argument("path", help="table base path or URI")
+    add_path(p)
     _options(p)
     p.set_defaults(run=run_archive_command)
     add_savepoint_commands(sub)
@@ -33,7 +30,7 @@ def add_savepoint_commands(sub: Any) -> None:
     p = sub.add_parser(
         "savepoint", help="pin the table as of a commit (default: the latest); --list, --delete"
     )
-    p.add_argument("path", help="table base path or URI")
+    add_path(p)
     p.add_argument("--instant", help="the completed commit to savepoint (default: the latest)")
     p.add_argument("--user", help="recorded as savepointedBy (default: the login name)")
     p.add_argument("--comments", default="", help="recorded with the savepoint")
@@ -42,57 +39,47 @@ def add_savepoint_commands(sub: Any) -> None:
     add_output_flags(p)
     p.set_defaults(run=run_savepoint_command)
     p = sub.add_parser("restore", help="roll the table back to a savepoint (stop its writers first)")
-    p.add_argument("path", help="table base path or URI")
+    add_path(p)
     p.add_argument("savepoint", help="the savepoint's instant")
     add_output_flags(p)
     p.set_defaults(run=run_restore_command)
 
 
 def run_savepoint_command(args: argparse.Namespace) -> int:
-    storage = open_table(args.path)
+    table = Table(args.path)
     if args.list:
-        emit(args, [asdict(s) for s in savepoint.list_savepoints(storage)])
+        emit(args, [asdict(s) for s in table.savepoints()])
     elif args.delete:
-        savepoint.delete_savepoint(storage, args.delete)
+        table.delete_savepoint(args.delete)
         emit_one(args, {"deleted": args.delete})
     else:
-        emit_one(args, asdict(savepoint.create_savepoint(storage, args.instant, args.user, args.comments)))
+        emit_one(args, asdict(table.savepoint(args.instant, args.user, args.comments)))
     return 0
 
 
 def run_restore_command(args: argparse.Namespace) -> int:
-    undone = savepoint.restore(open_table(args.path), args.savepoint)
+    undone = Table(args.path).restore(args.savepoint)
     emit_one(args, {"restored_to": args.savepoint, "rolled_back": undone})
     return 0
 
 
 def _options(p: Any) -> None:
-    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                   help="Hudi option, e.g. hoodie.cleaner.commits.retained=20")  # fmt: skip
+    add_option_flags(p)
     add_output_flags(p)
 
 
-def options_of(args: argparse.Namespace) -> dict[str, str]:
-    """The -o KEY=VALUE options of a command."""
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--option takes KEY=VALUE, got {item!r}")
-        options[key.strip()] = value
-    return options
-
-
-def config_of(args: argparse.Namespace) -> WriteConfig:
-    return WriteConfig.from_options(options_of(args), path=args.path)
+def table_of(args: argparse.Namespace) -> Table:
+    """The command's table with its -o options; every option is checked before any work starts."""
+    table = Table(args.path, options_of(args))
+    table.write_config()
+    return table
 
 
 def add_job_parser(sub: Any, name: str, help_: str, option_example: str) -> argparse.ArgumentParser:
     """A table-service job's command (cluster, compact): the table, its options, a Spark master."""
     p = sub.add_parser(name, help=help_)
-    p.add_argument("--path", required=True, help="table base path (local path or URI)")
-    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"option, e.g. {option_example}")  # fmt: skip
+    add_path(p)
+    add_option_flags(p, option_example)
     p.add_argument("--master", default="local[*]", help="Spark master of the job (default local[*])")
     add_output_flags(p)
     return p
@@ -111,12 +98,12 @@ def spark_session(master: str, app: str) -> Iterator[Any]:
 
 
 def run_clean_command(args: argparse.Namespace) -> int:
-    cfg = config_of(args)
-    emit_one(args, asdict(run_clean(open_table(args.path), CleanConfig.of(cfg))))
+    done = table_of(args).clean()
+    emit_one(args, {**asdict(done), "resumed": list(done.resumed), "seconds": seconds(done.seconds)})
     return 0
 
 
 def run_archive_command(args: argparse.Namespace) -> int:
-    cfg = config_of(args)
-    emit_one(args, asdict(run_archival(open_table(args.path), ArchivalConfig.of(cfg))))
+    done = table_of(args).archive()
+    emit_one(args, {**asdict(done), "seconds": seconds(done.seconds)})
     return 0

@@ -1,74 +1,62 @@
 """`timeline` (every instant with its states, `--archived` for the archived timeline) and
-`commits` (completed writes with their totals; `commits show <instant>`: its write stats)."""
+`commits` (completed writes with their totals; `commits <instant>`, or `commits show <instant>`:
+its write stats)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from hoodie_sink.cli.args import add_path
 from hoodie_sink.cli.render import add_output_flags, emit
 from hoodie_sink.errors import HoodieTableError
-from hoodie_sink.table.format.properties import read_table_config
-from hoodie_sink.table.format.timeline.instant import COMPLETED, INFLIGHT, REQUESTED
-from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
-from hoodie_sink.table.services.archival import load_archived_timeline
-from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.client.table import Table
 
 
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("timeline", help="instants of the table with their states")
-    p.add_argument("path", help="table base path or URI")
+    add_path(p)
     p.add_argument("--archived", action="store_true", help="the archived timeline instead of the active one")
     add_output_flags(p)
     p.set_defaults(run=run_timeline)
-    p = sub.add_parser("commits", help="completed writes (commits show <instant>: its write stats)")
-    p.add_argument("path", help="table base path or URI")
-    p.add_argument("show", nargs="?", choices=["show"], help=argparse.SUPPRESS)
-    p.add_argument("instant", nargs="?", help="with show: the instant whose write stats to list")
+    p = sub.add_parser("commits", help="completed writes (commits P <instant>: its write stats)",
+                       usage="%(prog)s [-h] [--json] path [[show] instant]")  # fmt: skip
+    add_path(p)
+    p.add_argument("rest", nargs="*", metavar="[show] instant", help="the instant whose write stats to list")
     add_output_flags(p)
     p.set_defaults(run=run_commits)
 
 
-def open_table(path: str) -> Storage:
-    storage = Storage(path)
-    read_table_config(storage)  # a clear error when there is no table here
-    return storage
+def open_table(path: str) -> Table:
+    return Table(path)  # a clear error when there is no table here
 
 
 def run_timeline(args: argparse.Namespace) -> int:
-    storage = open_table(args.path)
-    by_time: dict[tuple[str, str], set[str]] = {}
-    if args.archived:
-        for e in load_archived_timeline(storage):
-            by_time.setdefault((e.instant.timestamp, e.instant.action), set()).add(e.instant.state)
-    else:
-        for i in ActiveTimeline.load(storage).instants:
-            by_time.setdefault((i.timestamp, i.action), set()).add(i.state)
     rows = [
-        {"instant": ts, "action": action, "state": _state(states),
-         "requested": REQUESTED in states, "inflight": INFLIGHT in states, "completed": COMPLETED in states}
-        for (ts, action), states in sorted(by_time.items())
+        {"instant": h.instant, "action": h.action, "state": h.state,
+         "requested": h.requested, "inflight": h.inflight, "completed": h.completed}
+        for h in open_table(args.path).history(archived=args.archived)
     ]  # fmt: skip
     emit(args, rows, ["instant", "action", "state"])
     return 0
 
 
-def _state(states: set[str]) -> str:
-    return COMPLETED if COMPLETED in states else INFLIGHT if INFLIGHT in states else REQUESTED
+def _instant_asked(args: argparse.Namespace) -> str | None:
+    rest = list(args.rest)
+    if rest and rest[0] == "show":
+        rest.pop(0)
+        if not rest:
+            raise HoodieTableError("commits show needs an instant time")
+    if len(rest) > 1:
+        args.path_parser.error(f"commits takes one instant, got {' '.join(rest)}")
+    return rest[0] if rest else None
 
 
 def run_commits(args: argparse.Namespace) -> int:
-    storage = open_table(args.path)
-    timeline = ActiveTimeline.load(storage)
-    if args.show:
-        if not args.instant:
-            raise HoodieTableError("commits show needs an instant time")
-        match = [i for i in timeline.completed() if i.timestamp == args.instant]
-        if not match:
-            raise HoodieTableError(
-                f"no completed write instant {args.instant} on the active timeline of {args.path}"
-            )
-        md = timeline.commit_metadata(match[0])
+    instant = _instant_asked(args)
+    table = open_table(args.path)
+    if instant is not None:
+        md = table.commit(instant).metadata
         rows = [
             {"partition": s.partition_path, "file_id": s.file_id, "path": s.path, "prev_commit": s.prev_commit,
              "rows": s.num_writes, "inserts": s.num_inserts, "updates": s.num_update_writes,
@@ -78,11 +66,11 @@ def run_commits(args: argparse.Namespace) -> int:
         emit(args, rows)
         return 0
     rows = []
-    for inst in timeline.completed():
-        md = timeline.commit_metadata(inst)
+    for commit in table.commits():
+        md = commit.metadata
         t = md.totals()
         rows.append({
-            "instant": inst.timestamp, "action": inst.action, "operation": md.operation_type,
+            "instant": commit.instant.timestamp, "action": commit.instant.action, "operation": md.operation_type,
             "partitions": len(md.partition_to_write_stats()), "files": t["numFiles"],
             "files_added": sum(1 for s in md.write_stats if s.prev_commit in ("null", "")),
             "inserts": t["numInserts"], "updates": t["numUpdateWrites"], "deletes": t["numDeletes"],

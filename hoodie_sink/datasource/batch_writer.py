@@ -21,7 +21,7 @@ from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table import client
-from hoodie_sink.table.write.context import TaskIdentity
+from hoodie_sink.table.client import TaskIdentity
 
 log = logging.getLogger(__name__)
 

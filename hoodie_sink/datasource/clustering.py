@@ -8,14 +8,14 @@ replacecommit.  Tasks and driver share nothing but storage, as the sink's writes
 from __future__ import annotations
 
 from hoodie_sink.datasource.service_jobs import run_as_tasks
-from hoodie_sink.table.services import clustering
-from hoodie_sink.table.services.clustering import ClusteringGroup, ClusteringJob, ClusteringResult
+from hoodie_sink.table.client.jobs import ClusteringGroup, ClusteringJob, ClusteringResult, execute_group
+from hoodie_sink.table.client.table import Table
 
 
 def spark_runner(spark):
     def run(job: ClusteringJob, groups: list[ClusteringGroup]):
         def work(index: int, group: ClusteringGroup, token: str):
-            return clustering.execute_group(job, index, group, token)
+            return execute_group(job, index, group, token)
 
         return run_as_tasks(spark, list(groups), work,
                             f"hoodie clustering {job.instant} ({len(groups)} groups) on {job.path}")  # fmt: skip
@@ -25,4 +25,4 @@ def spark_runner(spark):
 
 def run_clustering(spark, path: str, options: dict[str, str] | None = None) -> ClusteringResult | None:
     """Schedule (or resume) and execute one clustering of the table at `path` on `spark`."""
-    return clustering.run(path, dict(options or {}), runner=spark_runner(spark))
+    return Table(path, options).cluster(runner=spark_runner(spark))

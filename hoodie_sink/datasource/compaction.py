@@ -8,16 +8,20 @@ Tasks and driver share nothing but storage, as the sink's writes do.
 from __future__ import annotations
 
 from hoodie_sink.datasource.service_jobs import run_as_tasks
-from hoodie_sink.table.format.commit_metadata import WriteStat
-from hoodie_sink.table.format.compaction_plan import CompactionOperation
-from hoodie_sink.table.services import compaction
-from hoodie_sink.table.services.compaction import CompactionJob, CompactionResult
+from hoodie_sink.table.client.jobs import (
+    CompactionJob,
+    CompactionOperation,
+    CompactionResult,
+    WriteStat,
+    compact_operation,
+)
+from hoodie_sink.table.client.table import Table
 
 
 def spark_runner(spark):
     def run(job: CompactionJob, ops: list[CompactionOperation]) -> list[WriteStat | None]:
         def work(index: int, op: CompactionOperation, token: str) -> WriteStat | None:
-            return compaction.compact_operation(job, index, op, token)
+            return compact_operation(job, index, op, token)
 
         return run_as_tasks(
             spark, ops, work, f"hoodie compaction {job.instant} ({len(ops)} file slices) on {job.path}"
@@ -27,4 +31,4 @@ def spark_runner(spark):
 
 
 def run_compaction(spark, path: str, options: dict[str, str] | None = None) -> list[CompactionResult]:
-    return compaction.run(path, dict(options or {}), runner=spark_runner(spark), wait_for_writes_s=60.0)
+    return Table(path, options).compact(runner=spark_runner(spark), wait_for_writes_s=60.0)

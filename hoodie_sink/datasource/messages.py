@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from hoodie_sink.table.write.context import TaskResult
+from hoodie_sink.table.client import TaskResult
 
 
 @dataclass

@@ -26,24 +26,14 @@ column statistics is for the Python API (`hoodie_sink.read(path, filters=...)`).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.read_config import ReadConfig
-from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline
-from hoodie_sink.table.read.cdc import CdcTask, plan_cdc, read_cdc_task
-from hoodie_sink.table.read.incremental import (
-    IncrementalPlan,
-    open_incremental,
-    plan_incremental,
-    read_in_range,
-    touched_refs,
-)
-from hoodie_sink.table.read.snapshot import Snapshot, load_timeline, pinned_timeline
-from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.client import scans
+from hoodie_sink.table.client.scans import ChangeRead, IncrementalPlan
+from hoodie_sink.table.client.table import Table
 
 
 class HoodieReader(DataSourceReader):
@@ -71,39 +61,35 @@ class HoodieReader(DataSourceReader):
         cfg = self.config
         assert cfg.begin_instant is not None, "ReadConfig requires it for incremental queries"
         if cfg.cdc:
-            return cdc_partitions(cfg.storage(), cfg.begin_instant, cfg.end_instant)
+            return cdc_partitions(Table.of(cfg), cfg.begin_instant, cfg.end_instant)
         return incremental_partitions(self, cfg.begin_instant, cfg.end_instant)
 
-    def _open(self, timeline=None) -> Snapshot:
+    def _open(self, timeline=None, table: Table | None = None):
         cfg = self.config
-        return Snapshot.open(
-            cfg.storage(), cfg.as_of_instant, cfg.read_optimized, timeline=timeline, skip_merge=cfg.skip_merge
-        )
+        table = table or Table.of(cfg)
+        return table.open_snapshot(cfg.as_of_instant, cfg.read_optimized, cfg.skip_merge, timeline)
 
     def read(self, partition: InputPartition):
         if partition is None or not getattr(partition, "value", None):
             return  # Spark still runs one read task when there is no partition
         slot, n, plan, planned = partition.value
-        if isinstance(plan, CdcRead):
-            yield from read_cdc_partition(self.config.storage(), plan, self.columns)
+        table = Table.of(self.config)
+        if isinstance(plan, ChangeRead):
+            yield from scans.read_changes(table, plan, self.columns)
             return
         if isinstance(plan, IncrementalPlan):
-            yield from read_incremental_partition(self.config.storage(), plan, planned, self.columns)
+            yield from scans.read_incremental_refs(table, plan, planned, self.columns)
             return
-        storage = self.config.storage()
-        snap, refs = self._slot_files(storage, slot, n, plan, planned)
+        snap, refs = self._slot_files(table, slot, n, plan, planned)
         for ref in refs:
             yield from snap.read_ref(ref, self.columns).to_batches()
 
-    def _slot_files(
-        self, storage: Storage, slot: int, n: int, plan, planned: tuple[str, ...]
-    ) -> tuple[Snapshot, tuple]:
+    def _slot_files(self, table: Table, slot: int, n: int, plan, planned: tuple[str, ...]) -> tuple:
         """The snapshot pinned for this query, and what slot `slot` of `n` reads of it."""
         cutoff = query_started_ms()
         if cutoff is None:
             # No query identity to pin on: read the planned snapshot, if it is still the latest.
-            timeline = load_timeline(storage)
-            snap = self._open(timeline)
+            snap = self._open(scans.timeline_of(table), table)
             if (snap.instant, snap.completed_writes) != plan:
                 raise HoodieTableError(
                     f"The Hudi table at {self.config.path} changed since this read was planned (instant "
@@ -112,84 +98,36 @@ class HoodieReader(DataSourceReader):
                     "(spark.read.format('hoodie').load(path)) or re-create the temporary view."
                 )
             return snap, planned
-        snap = self._open(pinned_timeline(storage, cutoff))
+        snap = self._open(scans.timeline_of(table, cutoff, pinned=True), table)
         if (snap.instant, snap.completed_writes) == plan:
             return snap, planned  # the planned snapshot: the planned files
         files = _replanned(self.config, snap)
         return snap, tuple(files[slot::n])
 
 
-def _files(snap: Snapshot) -> list[str]:
+def _files(snap) -> list[str]:
     """What the read tasks of a snapshot read, every one of them: base file paths, or file slices
     (`slice_ref`) of a merge-on-read snapshot."""
     return sorted(snap.read_refs())
 
 
 def incremental_partitions(reader: HoodieReader, begin: str, end: str | None) -> list[InputPartition]:
-    """An incremental read of (begin, end] reads the touched file groups as of its end instant,
-    resolved now: a snapshot as of an instant does not change when later commits land, so the
-    tasks read exactly what was planned (a stream's replayed micro-batch too)."""
+    """One task per touched file group of (begin, end], as of its end (table/client/scans.py)."""
     cfg = reader.config
-    storage = cfg.storage()
-    timeline = load_timeline(storage)
-    inc = plan_incremental(storage, timeline, begin, end, cfg.fallback_full_scan)
-    snap = open_incremental(storage, inc, timeline)
-    reader._schema = snap.schema
-    files = touched_refs(_files(snap), inc, storage, cfg.path_glob) if inc.end else []
-    return [InputPartition((i, 0, inc, (ref,))) for i, ref in enumerate(files)]
+    inc = scans.plan_incremental_read(Table.of(cfg), begin, end, cfg.fallback_full_scan, cfg.path_glob)
+    reader._schema = inc.schema
+    return [InputPartition((i, 0, inc.plan, (ref,))) for i, ref in enumerate(inc.refs)]
 
 
-@dataclass(frozen=True)
-class CdcRead:
-    """What one task of a change feed reads: a CdcTask, with the schema of the images and the
-    timeline the driver planned on (every task sees the same instants)."""
-
-    task: CdcTask
-    schema: pa.Schema
-    timeline: Timeline
-
-
-def cdc_partitions(storage: Storage, begin: str, end: str | None) -> list[InputPartition]:
-    """A change feed of (begin, end]: one task per write and few file groups (table/read/cdc.py)."""
-    timeline = ActiveTimeline.load(storage)  # each commit file read once while planning
-    plan = plan_cdc(storage, timeline, begin, end)
-    if not plan.instants:
-        return []
-    schema = Snapshot.open(storage, timeline=timeline).schema
-    plain = Timeline(timeline.instants)  # pickles small
-    return [InputPartition((i, 0, CdcRead(t, schema, plain), ())) for i, t in enumerate(plan.tasks())]
-
-
-def read_cdc_partition(storage: Storage, read: CdcRead, columns: list[str]):
-    yield from read_cdc_task(storage, read.task, read.schema, read.timeline).select(columns).to_batches()
-
-
-def read_incremental_partition(
-    storage: Storage,
-    plan: IncrementalPlan,
-    refs: tuple[str, ...],
-    columns: list[str],
-    whole_schema: bool = False,
-):
-    """The planned refs' records in the plan's range.  `whole_schema`: `columns` are all the
-    table's columns as a stream saw them when it started, and a column added since fails the read
-    (dropping it would lose its values without a word; a restarted query sees it)."""
-    snap = open_incremental(storage, plan)
-    added = [c for c in snap.schema.names if c not in columns]
-    if whole_schema and added:
-        raise HoodieTableError(
-            f"The schema of {storage.base_uri} gained column(s) {', '.join(added)} after this streaming query started "
-            "(Spark fixes a stream's schema at its start). Help: restart the query; it resumes from its "
-            "checkpoint and reads the new columns."
-        )
-    for ref in refs:
-        yield from read_in_range(snap, ref, plan, columns).to_batches()
+def cdc_partitions(table: Table, begin: str, end: str | None) -> list[InputPartition]:
+    """A change feed of (begin, end]: one task per write and few file groups."""
+    return [InputPartition((i, 0, read, ())) for i, read in enumerate(scans.plan_changes(table, begin, end))]
 
 
 _REPLANNED: dict = {}  # per Python worker: tasks of one query share one listing
 
 
-def _replanned(config: ReadConfig, snap: Snapshot) -> list[str]:
+def _replanned(config: ReadConfig, snap) -> list[str]:
     key = (config, snap.instant, snap.completed_writes)
     if key not in _REPLANNED:
         if len(_REPLANNED) > 16:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from hoodie_sink.table.format.file_group import write_token
+from hoodie_sink.table.client.jobs import write_token
 
 Item = TypeVar("Item")
 Out = TypeVar("Out")

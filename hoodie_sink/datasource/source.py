@@ -12,8 +12,8 @@ from hoodie_sink.datasource.stream_reader import HoodieStreamReader
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.read_config import ReadConfig
-from hoodie_sink.table.read.cdc import CDC_SCHEMA
-from hoodie_sink.table.read.snapshot import Snapshot
+from hoodie_sink.table.client.scans import CDC_SCHEMA
+from hoodie_sink.table.client.table import Table
 
 SIMPLE_STREAM_READER_UNSUPPORTED = (
     "hoodie reads a table as a stream with Spark's DataSourceStreamReader (offsets are commit instants), "
@@ -42,7 +42,7 @@ class HoodieDataSource(DataSource):
         cfg = self._read_config(streaming)
         if cfg.cdc:
             return arrow_to_spark(CDC_SCHEMA)
-        return arrow_to_spark(Snapshot.open(cfg.storage(), cfg.as_of_instant, cfg.read_optimized).schema)
+        return arrow_to_spark(Table.of(cfg).open_snapshot(cfg.as_of_instant, cfg.read_optimized).schema)
 
     def reader(self, schema: StructType):
         # One reader for every query, filter pushdown on or off: it takes no filters, because Spark

@@ -26,18 +26,11 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from hoodie_sink.datasource.reader import (
-    CdcRead,
-    HoodieReader,
-    cdc_partitions,
-    incremental_partitions,
-    read_cdc_partition,
-    read_incremental_partition,
-)
+from hoodie_sink.datasource.reader import HoodieReader, cdc_partitions, incremental_partitions
 from hoodie_sink.read_config import ReadConfig
-from hoodie_sink.table.read.incremental import IncrementalPlan
-from hoodie_sink.table.read.snapshot import load_timeline
-from hoodie_sink.table.read.stream_offsets import blocking_write, initial_instant, next_end
+from hoodie_sink.table.client import scans
+from hoodie_sink.table.client.scans import ChangeRead, IncrementalPlan
+from hoodie_sink.table.client.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -48,31 +41,28 @@ class HoodieStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.columns = columns
         self._cap: str | None = None  # Trigger.AvailableNow: the newest write when the query started
 
-    def _timeline(self):
-        storage = self.config.storage()
-        return storage, load_timeline(storage)
+    def _table(self) -> Table:
+        return Table.of(self.config)
 
     def initialOffset(self) -> dict:
-        _, timeline = self._timeline()
-        return {"instant": initial_instant(timeline, self.config.start_offset)}
+        return {"instant": scans.stream_start(self._table(), self.config.start_offset)}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.config.max_instants_per_batch
         return ReadMaxFiles(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        storage, timeline = self._timeline()
-        self._cap = next_end(storage, timeline, "000")
+        self._cap = scans.stream_end(self._table(), "000")
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        storage, timeline = self._timeline()
+        table = self._table()
+        timeline = scans.timeline_of(table)
         begin = start["instant"]
         max_instants = limit.max_files if isinstance(limit, ReadMaxFiles) else None
-        end = next_end(storage, timeline, begin, max_instants, self._cap)
+        end = scans.stream_end(table, begin, max_instants, self._cap, timeline)
         if end == begin:
-            blocked = blocking_write(storage, timeline, begin)
-            latest = timeline.latest_completed()
-            if blocked and latest is not None and latest.timestamp > blocked:
+            blocked, latest = scans.stream_blocked_by(table, begin, timeline)
+            if blocked and latest is not None and latest > blocked:
                 log.warning(
                     "hoodie stream on %s waits for write %s, still pending while later writes have completed; "
                     "it resumes when that write completes or is rolled back",
@@ -82,27 +72,24 @@ class HoodieStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"instant": end}
 
     def reportLatestOffset(self) -> dict | None:
-        _, timeline = self._timeline()
-        latest = timeline.latest_completed()
-        return {"instant": latest.timestamp} if latest else None
+        latest = scans.latest_write(self._table())
+        return {"instant": latest} if latest else None
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         begin, stop = start["instant"], end["instant"]
         if stop <= begin:
             return []
         if self.config.cdc:
-            return cdc_partitions(self.config.storage(), begin, stop)
+            return cdc_partitions(self._table(), begin, stop)
         return incremental_partitions(HoodieReader(self.config, self.columns), begin, stop)
 
     def read(self, partition: InputPartition):
         _slot, _n, plan, refs = partition.value
-        if isinstance(plan, CdcRead):
-            yield from read_cdc_partition(self.config.storage(), plan, self.columns)
+        if isinstance(plan, ChangeRead):
+            yield from scans.read_changes(self._table(), plan, self.columns)
             return
         assert isinstance(plan, IncrementalPlan)
-        yield from read_incremental_partition(
-            self.config.storage(), plan, refs, self.columns, whole_schema=True
-        )
+        yield from scans.read_incremental_refs(self._table(), plan, refs, self.columns, whole_schema=True)
 
     def commit(self, end: dict) -> None:
         pass  # nothing to release: offsets live in Spark's checkpoint

@@ -3,8 +3,8 @@
 Spark constructs this writer twice per micro-batch in two processes (one pickled to the
 tasks, one for the commit; docs/spark/python-datasource.md#streaming-writes), so the constructor
 only parses options.  The batch's instant is begun by its first task with rows
-(hoodie_sink.table.write.streaming); the commit finds it through the task messages and publishes
-it with the checkpoint, atomically.
+(hoodie_sink.table.client.micro_batches); the commit finds it through the task messages and
+publishes it with the checkpoint, atomically.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieWriteConflictError
 from hoodie_sink.table import client
-from hoodie_sink.table.write import streaming
-from hoodie_sink.table.write.context import TaskIdentity, TaskResult
-from hoodie_sink.table.write.streaming import BatchRef
+from hoodie_sink.table.client import TaskIdentity, TaskResult
+from hoodie_sink.table.client import micro_batches as streaming
+from hoodie_sink.table.client.micro_batches import BatchRef
 
 log = logging.getLogger("hoodie_sink.stream")
 

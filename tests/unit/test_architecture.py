@@ -4,7 +4,8 @@ folders of `hoodie_sink/table/` depend on each other in one direction only:
     storage, storage_options, lru_cache, arrow_util, metrics
         <-  format  <-  index  <-  read  <-  write  <-  services  <-  client
 
-(`config` and `errors`, outside `table/`, may be used by all of them.)  Imports are read from
+(`config` and `errors`, outside `table/`, may be used by all of them; `cli/` and `datasource/`
+reach the engine through `client`, never `format` or `write`.)  Imports are read from
 the source with `ast`, function-level ones included, so a late import cannot hide a circle.
 """
 
@@ -145,5 +146,18 @@ def test_no_late_imports_in_the_engine():
         if m.startswith("hoodie_sink.table")
         for t, line, top in imps
         if not top and t.startswith("hoodie_sink")
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_adapters_reach_the_engine_through_its_client():
+    """The CLI and the Spark adapter use the engine's entry points (`table/client`: the Table, the
+    write client, planned reads, service jobs), never the format model or the write path."""
+    bad = [
+        f"{m}:{line} imports {t}"
+        for m, imps in IMPORTS.items()
+        if m.startswith(("hoodie_sink.cli", "hoodie_sink.datasource"))
+        for t, line, _ in imps
+        if t.startswith(("hoodie_sink.table.format", "hoodie_sink.table.write"))
     ]
     assert not bad, "\n".join(bad)

@@ -7,8 +7,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import hoodie_sink
-from hoodie_sink.cli import main
+from hoodie_sink.cli import main, parser
 from tests.support.tables import assert_table_matches, hudi_rs_timeline
 from tests.unit.test_client import OPTS, trips
 
@@ -197,8 +199,120 @@ def test_cli_compacts_a_merge_on_read_table(tmp_path, capsys):
     assert main(["compact", "--path", str(path), "--schedule-only", "--json"]) == 0
     scheduled = json.loads(capsys.readouterr().out)["scheduled"]
     assert main(["compact", "--path", str(path), "--json"]) == 0
-    (done,) = json.loads(capsys.readouterr().out)["compactions"]
-    assert done["instant"] == scheduled and done["logFiles"] >= 2
+    (done,) = json.loads(capsys.readouterr().out)  # one row per compaction, as the other listings
+    assert done["instant"] == scheduled and done["log_files"] >= 2
     assert_table_matches(path, list(rows.values()))
     assert main(["compact", "--path", str(path)]) == 0
     assert "nothing to compact" in capsys.readouterr().out
+
+
+def _run(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def _mor_table(tmp_path) -> tuple:
+    """A merge-on-read table: 12 rows, then 6 updates and 6 inserts, then 2 deletes (16 live rows,
+    the updates and deletes in log files)."""
+    path = str(tmp_path / "mor")
+    mor = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.compact.inline": "false",
+           "hoodie.datasource.write.operation": "upsert"}  # fmt: skip
+    hoodie_sink.write(trips(12), path, {**mor, "hoodie.datasource.write.operation": "bulk_insert"})
+    hoodie_sink.write(trips(12, start=6), path, mor)
+    hoodie_sink.write(trips(2), path, {**mor, "hoodie.datasource.write.operation": "delete"})
+    return path, mor
+
+
+def test_every_command_takes_the_path_first_or_as_path_option(tmp_path, capsys):
+    path, _ = _table_for_checks(tmp_path)
+    p = str(path)
+    for command in (["timeline"], ["commits"], ["files"], ["file-groups"], ["stats"], ["validate"],
+                    ["savepoint", "--list"], ["timeline", "--archived"]):  # fmt: skip
+        positional = _run(capsys, command[0], p, *command[1:], "--json")
+        option = _run(capsys, command[0], "--path", p, *command[1:], "--json")
+        assert positional == option and positional[0] == 0, command
+    instant = json.loads(_run(capsys, "commits", p, "--json")[1])[-1]["instant"]
+    assert _run(capsys, "commits", "--path", p, instant, "--json") == _run(
+        capsys, "commits", p, instant, "--json"
+    )
+    for service in ("clean", "archive"):
+        assert json.loads(_run(capsys, service, p, "--json")[1]) is not None
+        assert json.loads(_run(capsys, service, "--path", p, "--json")[1]) is not None
+    assert _run(capsys, "cluster", p, "--no-spark", "--json")[0] == 0  # positional, as every command now
+    made = json.loads(_run(capsys, "savepoint", "--path", p, "--json")[1])["instant"]
+    assert _run(capsys, "restore", "--path", p, made, "--json")[0] == 0
+    refused = main(["rollback", "--path", p, instant])  # a completed commit: refused, not a usage error
+    assert refused == 3
+    for usage in (
+        ["timeline"],
+        ["timeline", p, "--path", p],
+        ["rollback", "--path", p],
+        ["commits", p, "a", "b"],
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(usage)
+        assert exit_.value.code == 2, usage
+    capsys.readouterr()
+
+
+def test_commits_of_one_instant_as_the_usage_line_says(tmp_path, capsys):
+    path, _ = _table_for_checks(tmp_path)
+    commits = json.loads(_run(capsys, "commits", str(path), "--json")[1])
+    last = commits[-1]["instant"]
+    code, out = _run(capsys, "commits", str(path), last, "--json")
+    assert code == 0 and out == _run(capsys, "commits", str(path), "show", last, "--json")[1]
+    assert sum(s["inserts"] + s["updates"] for s in json.loads(out)) == 12
+    assert "[show] instant" in parser()._subparsers._group_actions[0].choices["commits"].format_usage()
+    assert main(["commits", str(path), "20200101000000000"]) == 3  # no such commit: named, exit 3
+    assert main(["commits", str(path), "show"]) == 3
+
+
+def test_timeline_shows_a_completed_compaction_once_and_stats_count_live_rows(tmp_path, capsys):
+    path, _ = _mor_table(tmp_path)
+    stats = json.loads(_run(capsys, "stats", path, "--json")[1])
+    assert sum(s["rows"] for s in stats) == 16  # live rows: the logs' updates and deletes merged
+    base_rows = sum(f["rows"] for f in json.loads(_run(capsys, "files", path, "--json")[1]))
+    assert base_rows != 16  # what stats counted before: the base files' rows
+    code, out = _run(capsys, "compact", path)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == [
+        "instant",
+        "file_slices",
+        "rows",
+        "log_files",
+        "log_bytes",
+        "seconds",
+    ]
+    assert set(lines[1]) == {"-", " "} and len(lines) == 3
+    assert len(lines[2]) <= len(lines[1])  # aligned under the header's rule
+    compaction = lines[2].split()[0]
+    timeline = json.loads(_run(capsys, "timeline", path, "--json")[1])
+    entries = [r for r in timeline if r["instant"] == compaction]
+    assert len(entries) == 1
+    assert entries[0]["action"] == "compaction" and entries[0]["state"] == "completed"
+    assert entries[0]["requested"] and entries[0]["inflight"] and entries[0]["completed"]
+    human = [line for line in _run(capsys, "timeline", path)[1].splitlines() if line.startswith(compaction)]
+    assert len(human) == 1 and human[0].split() == [compaction, "compaction", "completed"]
+    assert sum(s["rows"] for s in json.loads(_run(capsys, "stats", path, "--json")[1])) == 16
+
+
+def test_clean_cluster_and_compact_print_aligned_results(tmp_path, capsys):
+    path = str(tmp_path / "t")
+    quiet = {**OPTS, "hoodie.clean.automatic": "false", "hoodie.datasource.write.operation": "append"}
+    for i in range(3):
+        hoodie_sink.write(trips(9, start=i * 9), path, quiet)
+    code, out = _run(capsys, "cluster", path, "--no-spark")
+    keys = [line.split()[0] for line in out.splitlines()]
+    assert code == 0 and keys == ["instant", "groups", "input_files", "output_files", "rows", "seconds"]
+    assert len({line.index(line.split()[1]) for line in out.splitlines()}) == 1  # values in one column
+    seconds = out.splitlines()[-1].split()[1]
+    assert len(seconds.partition(".")[2]) <= 3  # to the millisecond, not a raw float
+    code, out = _run(capsys, "clean", path, "-o", "hoodie.cleaner.commits.retained=1")
+    lines = out.splitlines()
+    assert code == 0 and [line.split()[0] for line in lines] == [
+        "instant", "files_deleted", "files_failed", "partitions_listed", "resumed", "seconds"]  # fmt: skip
+    assert len({line.index(line.split()[1]) for line in lines}) == 1
+    assert len(lines[-1].split()[1].partition(".")[2]) <= 3
+    cleaned = json.loads(_run(capsys, "clean", path, "--json")[1])
+    assert cleaned["resumed"] == [] and isinstance(cleaned["seconds"], float)
+    assert "{" not in _run(capsys, "compact", _mor_table(tmp_path)[0])[1]  # a table, not a dict

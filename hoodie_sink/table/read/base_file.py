@@ -32,3 +32,12 @@ def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
         else:
             cols.append(pa.nulls(table.num_rows, f.type))
     return pa.Table.from_arrays(cols, schema=target)
+
+
+def count_rows(storage: Storage, rel_path: str) -> int:
+    """The rows of a base file, from its Parquet footer (nothing else is read)."""
+    try:
+        with storage.open_input_file(rel_path) as f:
+            return int(pq.ParquetFile(f).metadata.num_rows)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise HoodieTableError(f"Cannot read base file {storage.full(rel_path)}: {e}") from e

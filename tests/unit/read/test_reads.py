@@ -139,6 +139,7 @@ def test_spark_reader_reads_one_snapshot_per_query_from_a_reused_plan(tmp_path, 
     of its own query (pinned to the query's creation time), the same in every task of the query."""
     from hoodie_sink.datasource import reader as spark_reader
     from hoodie_sink.read_config import ReadConfig
+    from hoodie_sink.table.client import scans
 
     path = str(tmp_path / "t")
     hoodie_sink.write(pa.table({"id": [1, 2], "city": ["sf", "la"], "v": [0, 0]}), path, OPTS)
@@ -146,9 +147,7 @@ def test_spark_reader_reads_one_snapshot_per_query_from_a_reused_plan(tmp_path, 
     parts = reader.partitions()  # planned at commit 1 (2 base files: 2 slots)
     done1_ms, _ = _write_two_commits_after(path)
     # commit 2 is stamped 10 s ahead, so it looks in flight to the first query: skip the real wait
-    monkeypatch.setattr(
-        spark_reader, "pinned_timeline", functools.partial(pinned_timeline, sleep=lambda s: None)
-    )
+    monkeypatch.setattr(scans, "pinned_timeline", functools.partial(pinned_timeline, sleep=lambda s: None))
     monkeypatch.setattr(spark_reader, "query_started_ms", lambda: done1_ms + 5_000)  # an older query
     assert _read_all_slots(reader, parts) == [{"id": 1, "v": 0}, {"id": 2, "v": 0}]
     monkeypatch.setattr(spark_reader, "query_started_ms", lambda: done1_ms + 20_000)  # a new query

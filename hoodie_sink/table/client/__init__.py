@@ -4,7 +4,10 @@ A write is: `begin` an instant (driver), `write_task` for each task's share of t
 then `complete` (the commit, then the table services that run inline after a commit) or
 `abort`.  `write` runs all of it in one process over Arrow data, without Spark.
 Like Hudi's write client it sits above the write path and the table services, so neither
-needs the other.
+needs the other.  The rest of this package: `table.py`, the `Table` (reads, timeline, services);
+`scans.py`, reads planned on a driver and run in tasks; `jobs.py` and `micro_batches.py`, what the
+Spark adapter's service jobs and streaming sink need.  Engines come in here, never through
+`format/` or `write/`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteConte
 from hoodie_sink.table.write.coordinator import abort
 from hoodie_sink.table.write.write_path import REPORT_KEY, begin, write_task
 
-__all__ = ["abort", "begin", "complete", "write", "write_task"]
+__all__ = ["TaskIdentity", "TaskResult", "WriteContext", "abort", "begin", "complete", "write", "write_task"]
 
 log = logging.getLogger("hoodie_sink.table.write.write_path")  # the report logger (datasource/report_log.py)
 DataLike: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]

@@ -148,7 +148,7 @@ def _run_log_fixups(
     logs in order then sees exactly the winners: a later record of a key replaces an earlier one
     when it is at least as high in the ordering, which a winner is."""
     slices = ctx.slices_by_id
-    precombine = ctx.config.precombine_field if ctx.config.operation != "delete" else None
+    precombine = ctx.config.precombine_field if not ctx.operation.deletes else None
     per_partition = ctx.config.index_type != "global_bloom"
     versions: dict[str, int] = {}
     for s in stats:
@@ -195,7 +195,7 @@ def _rewrite(
     of keys inserted twice are dropped."""
     storage = ctx.storage
     schema = file_schema(ctx.data_schema)
-    precombine = ctx.config.precombine_field if ctx.config.operation != "delete" else None
+    precombine = ctx.config.precombine_field if not ctx.operation.deletes else None
     missing = 0
     if staged:
         tables = []

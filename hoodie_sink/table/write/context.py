@@ -18,21 +18,10 @@ from hoodie_sink.table.format.file_group import BaseFile, SliceFiles, write_toke
 from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
+from hoodie_sink.table.format.write_operation import WriteOperation
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
-
-OPERATION_TYPES = {
-    "insert": "INSERT",
-    "bulk_insert": "BULK_INSERT",
-    "upsert": "UPSERT",
-    "delete": "DELETE",
-    "insert_overwrite": "INSERT_OVERWRITE",
-    "insert_overwrite_table": "INSERT_OVERWRITE_TABLE",
-    "append": "INSERT",  # Hudi has no APPEND operation type: Flink's append mode commits INSERT
-}
-KEYLESS_OPERATIONS = ("append",)  # may write without a record key field (generated keys)
-REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
 
 
 @dataclass(frozen=True)
@@ -40,6 +29,7 @@ class WriteContext:
     """What every task and the commit need to know about one write.  Picklable."""
 
     config: WriteConfig
+    operation: WriteOperation  # config.operation, resolved once at begin
     table: TableConfig
     instant: str
     action: str
@@ -77,7 +67,7 @@ class WriteContext:
 
     @property
     def operation_type(self) -> str:
-        return OPERATION_TYPES[self.config.operation]
+        return self.operation.operation_type
 
     @property
     def storage(self) -> Storage:

@@ -283,7 +283,7 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
         # A global index finds keys in base files only: a key deleted in a log would still be
         # found there (and a new copy elsewhere would make two); the file group is rewritten.
         return None
-    precombine = cfg.precombine_field if cfg.operation != "delete" else None
+    precombine = cfg.precombine_field if not ctx.operation.deletes else None
     event_time = bool(precombine) and not cfg.commit_time_ordering
     if not sl.has_deletes and cfg.index_type != "bucket":
         # with event-time ordering, the task already dropped the changes the stored record beats

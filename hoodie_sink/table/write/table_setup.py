@@ -11,7 +11,6 @@ import pyarrow.fs as pafs
 
 from hoodie_sink.config import (
     DEFAULT_PAYLOAD,
-    KEYED_OPERATIONS,
     OVERWRITE_WITH_LATEST_PAYLOAD,
     SUPPORTED_PAYLOADS,
     WriteConfig,
@@ -34,6 +33,7 @@ from hoodie_sink.table.format.properties import (
     write_table_config,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR
+from hoodie_sink.table.format.write_operation import WriteOperation
 from hoodie_sink.table.storage import Storage
 
 _EVENT_TIME_STRATEGY = EVENT_TIME_STRATEGY
@@ -350,7 +350,7 @@ def _merge_payload(cfg: WriteConfig, table: TableConfig) -> str:
         else default_payload(table.precombine_field or cfg.precombine_field)
     )
     payload = payload or cfg.payload_class or unnamed
-    if payload not in SUPPORTED_PAYLOADS and cfg.operation in KEYED_OPERATIONS:
+    if payload not in SUPPORTED_PAYLOADS and WriteOperation.of(cfg.operation).keyed:
         raise HoodieConfigError(
             f"The table at {cfg.path} merges records with payload class '{payload}' (hoodie.properties), "
             f"which hoodie_sink does not implement; operation '{cfg.operation}' merges with stored records "

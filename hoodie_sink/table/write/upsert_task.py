@@ -120,13 +120,13 @@ class UpsertTask:
         self.keygen = keygen_for(ctx)
         self.settings = parquet_settings(ctx)
         self.file_schema = file_schema(ctx.data_schema)
-        self.precombine = self.cfg.precombine_field if self.cfg.operation != "delete" else None
+        self.precombine = self.cfg.precombine_field if not ctx.operation.deletes else None
         # a record is its key under a global index, its (key, partition path) pair otherwise
         self.per_partition = self.cfg.index_type != "global_bloom"
         self.storage = ctx.storage
         self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)
         self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
-        self.append_only = self.cfg.operation == "insert"
+        self.append_only = ctx.operation.append_only
         # merge-on-read: changes of an existing file group go to a new log file of its latest
         # slice, unless inserts were packed into it (a small base file without logs: rewritten)
         self.mor = ctx.merge_on_read
@@ -188,9 +188,9 @@ class UpsertTask:
         n = batch.num_rows
         keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
-        allow_missing = self.cfg.operation == "delete" or self.cfg.set_null_for_missing_columns
+        allow_missing = self.ctx.operation.deletes or self.cfg.set_null_for_missing_columns
         data = _select(batch, self.ctx.data_schema, allow_missing=allow_missing)
-        if self.cfg.operation == "delete":
+        if self.ctx.operation.deletes:
             kinds = np.full(n, DELETE, dtype=np.int8)
         elif IS_DELETED in batch.schema.names:
             flag = pc.fill_null(batch.column(batch.schema.get_field_index(IS_DELETED)), False)

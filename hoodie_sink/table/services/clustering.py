@@ -58,6 +58,7 @@ from hoodie_sink.table.format.heartbeat import (
     takeover_claim_path,
 )
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import BUCKET_INDEX, MERGE_ON_READ, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
 from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
@@ -65,7 +66,7 @@ from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.read.base_file import read_base_file
-from hoodie_sink.table.read.file_slice import CommittedInstants, MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
 from hoodie_sink.table.services.clustering_strategy import plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices

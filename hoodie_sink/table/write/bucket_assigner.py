@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.index.bucket import bucket_file_id_prefix, bucket_of_file_id, record_key_bucket_ids
 from hoodie_sink.table.write.merge import KEY, KIND, MOVED_OUT, PART, UPSERT, first_of_groups
 
@@ -132,11 +133,10 @@ class BucketAssigner:
         stays = pc.invert(movers)
         rows, row_fids, row_locs = existing.filter(movers), fid_col.filter(movers), locs.filter(movers)
         if stored_ordering is not None:
-            precombine = self.ctx.config.precombine_field
+            precombine = self.ctx.merge_rule.ordering_field
             stored = stored_ordering(rows, row_fids)
-            incoming = rows.column(precombine)
-            # ties and nulls go to the incoming record, as in merge_file_group
-            beats = pc.invert(pc.fill_null(pc.greater(stored, incoming), False))
+            # ties go to the incoming record, as in merge_file_group
+            beats = pa.array(~MergeRule.strictly_greater(stored, rows.column(precombine)))
             rows, row_fids, row_locs = rows.filter(beats), row_fids.filter(beats), row_locs.filter(beats)
         if rows.num_rows:
             tombstones = rows.set_column(rows.schema.get_field_index(PART), PART, row_locs)

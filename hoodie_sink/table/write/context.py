@@ -16,6 +16,7 @@ from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.format.file_group import BaseFile, SliceFiles, write_token
 from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.format.write_operation import WriteOperation
@@ -56,6 +57,12 @@ class WriteContext:
     @property
     def merge_on_read(self) -> bool:
         return self.table.table_type == MERGE_ON_READ
+
+    @property
+    def merge_rule(self) -> MergeRule:
+        """How the write's records merge, among themselves and with the stored ones."""
+        cfg = self.config
+        return MergeRule.of_write(cfg.precombine_field, cfg.commit_time_ordering, self.operation.deletes)
 
     @property
     def slices_by_id(self) -> dict[str, SliceFiles]:

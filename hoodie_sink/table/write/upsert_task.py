@@ -120,7 +120,8 @@ class UpsertTask:
         self.keygen = keygen_for(ctx)
         self.settings = parquet_settings(ctx)
         self.file_schema = file_schema(ctx.data_schema)
-        self.precombine = self.cfg.precombine_field if not ctx.operation.deletes else None
+        self.rule = ctx.merge_rule
+        self.precombine = self.rule.ordering_field
         # a record is its key under a global index, its (key, partition path) pair otherwise
         self.per_partition = self.cfg.index_type != "global_bloom"
         self.storage = ctx.storage
@@ -221,9 +222,8 @@ class UpsertTask:
             tag_ms = int((time.perf_counter() - tag_started) * 1000)
             self.result.phase_ms["tag"] = self.result.phase_ms.get("tag", 0) + tag_ms
             # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
-            compare = self.precombine and not self.cfg.commit_time_ordering
-            stored_ordering = self._stored_ordering if compare else None
-            if self.mor and compare:
+            stored_ordering = self._stored_ordering if self.rule.event_time else None
+            if self.mor and self.rule.event_time:
                 changes, tags = self._without_stored_winners(changes, tags)
             assignment = self.assigner.assign(changes, tags, stored_ordering)
         clustering = self.ctx.clustering_file_groups
@@ -276,7 +276,7 @@ class UpsertTask:
         return changes, located.tags
 
     def _reduce(self, changes: pa.Table) -> pa.Table:
-        return reduce_changes(changes, self.precombine, per_partition=self.per_partition)
+        return reduce_changes(changes, self.rule, per_partition=self.per_partition)
 
     def _stored_ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:
         assert self.precombine is not None, "only called with a precombine field"
@@ -301,17 +301,15 @@ class UpsertTask:
         rows = changes.filter(checked)
         if rows.num_rows == 0:
             return changes, tags
-        precombine = self.cfg.precombine_field
+        precombine = self.precombine
         assert precombine is not None, "only called with a precombine field"
         value_type = changes.schema.field(precombine).type
         stored = self.index.stored_values(
             rows.column(KEY).combine_chunks(), tags.file_id.filter(checked), precombine, value_type
         )
         kinds = np.asarray(rows.column(KIND).to_numpy(), dtype=np.int8)
-        loses = pc.fill_null(pc.greater(stored, rows.column(self.precombine)), False).to_numpy(
-            zero_copy_only=False
-        )
-        loses = np.asarray(loses, dtype=bool) & (kinds < DELETE)  # the delete operation ignores ordering
+        # the delete operation ignores ordering
+        loses = self.rule.strictly_greater(stored, rows.column(precombine)) & (kinds < DELETE)
         if not loses.any():
             return changes, tags
         drop = np.zeros(changes.num_rows, dtype=bool)
@@ -471,11 +469,10 @@ class UpsertTask:
         merged = merge_file_group(
             old,
             changes,
-            self.precombine,
+            self.rule,
             self.ctx.instant,
             self.task.partition_id,
             append_only=self.append_only,
-            commit_time_ordering=self.cfg.commit_time_ordering,
         )
         writer = BaseFileWriter(
             self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,

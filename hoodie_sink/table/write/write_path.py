@@ -86,10 +86,10 @@ def ordered_input_field(ctx: WriteContext) -> str | None:
     as the smallest value: they would disagree).  A copy-on-write insert, bulk_insert or append
     compares nothing and stores nulls, as Java's; the delete operation and keyless writes (whose
     generated keys never meet another record) never compare."""
-    cfg = ctx.config
-    if not cfg.precombine_field or ctx.operation.deletes or not cfg.record_key_fields:
+    field = ctx.merge_rule.ordering_field  # none for the delete operation
+    if not field or not ctx.config.record_key_fields:
         return None
-    return cfg.precombine_field if ctx.operation.compares_ordering or ctx.merge_on_read else None
+    return field if ctx.operation.compares_ordering or ctx.merge_on_read else None
 
 
 def _with_ordering_values(

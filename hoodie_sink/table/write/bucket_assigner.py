@@ -48,8 +48,8 @@ class BucketAssigner:
         cfg = ctx.config
         self.ctx = ctx
         self.try_claim = try_claim
-        self.index_type = cfg.index_type
-        self.update_partition_path = cfg.update_partition_path
+        self.index = ctx.index
+        self.moves_partitions = ctx.index.moves_partitions(cfg.update_partition_path)
         self.small: dict[str, list[tuple[str, int]]] = {}  # partition -> [(file id, capacity)]
         clustering = ctx.clustering_file_groups
         # merge-on-read: only a latest slice without log files packs inserts (Java's rule: its
@@ -69,7 +69,7 @@ class BucketAssigner:
                 if room > 0 and (slices is None or taken < cfg.small_file_candidates_limit):
                     self.small.setdefault(bf.partition_path, []).append((bf.file_id, int(room)))
         self.buckets_by_partition: dict[str, dict[int, str]] = {}
-        if self.index_type == "bucket":
+        if self.index.bucketed:
             for bf in ctx.base_files:
                 try:
                     bucket = bucket_of_file_id(bf.file_id)
@@ -105,7 +105,7 @@ class BucketAssigner:
             locs = tags.partition_path.filter(found)
             fid_col = fids.filter(found)
             moved = pc.not_equal(locs, existing.column(PART))
-            if self.index_type == "global_bloom" and self.update_partition_path and pc.any(moved).as_py():
+            if self.moves_partitions and pc.any(moved).as_py():
                 existing, fid_col, locs = self._move_partitions(
                     out, existing, fid_col, locs, moved, stored_ordering
                 )
@@ -166,7 +166,7 @@ class BucketAssigner:
     def assign_inserts(self, out: Assignment, inserts: pa.Table) -> None:
         if inserts.num_rows == 0:
             return
-        if self.index_type == "bucket":
+        if self.index.bucketed:
             self._assign_hash_buckets(out, inserts)
             return
         parts = inserts.column(PART)

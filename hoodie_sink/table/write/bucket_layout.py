@@ -31,6 +31,7 @@ from hoodie_sink.table.format.properties import (
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.index.bucket import bucket_of_file_id, record_key_bucket_ids
+from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
@@ -45,7 +46,7 @@ def settle_bucket_layout(
 ) -> TableConfig:
     """For a BUCKET write into a table that records no bucket count: check the write's layout
     against the stored file groups and keys, then record it.  The table config to write with."""
-    if cfg.index_type != "bucket" or table.num_buckets is not None:
+    if not index_of(cfg.index_type).bucketed or table.num_buckets is not None:
         return table
     check_stored_layout(storage, cfg, timeline)
     recorded = table.with_updates(**bucket_layout_of(cfg))

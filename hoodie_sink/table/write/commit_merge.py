@@ -150,7 +150,7 @@ def _run_log_fixups(
     when it is at least as high in the ordering, which a winner is."""
     slices = ctx.slices_by_id
     rule = ctx.merge_rule
-    per_partition = ctx.config.index_type != "global_bloom"
+    per_partition = not ctx.index.is_global
     versions: dict[str, int] = {}
     for s in stats:
         if "logVersion" in s.extra:
@@ -205,7 +205,7 @@ def _rewrite(
                 tables.append(pq.read_table(f))
         base = current_rows(ctx, fid, old_bf, schema)
         prev = old_bf.instant if old_bf else NULL_COMMIT
-        per_partition = ctx.config.index_type != "global_bloom"
+        per_partition = not ctx.index.is_global
         all_changes = pa.concat_tables(tables, promote_options="permissive")
         reduced = reduce_changes(all_changes, rule, per_partition)
         del all_changes
@@ -292,7 +292,7 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
 def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[str, str], set[str]]:
     """(partition, file id) -> keys to drop: the losing copies of keys that this write inserted
     more than once (several tasks or flushes), or inserted and deleted in different tasks."""
-    scope = [KEY] if ctx.config.index_type == "global_bloom" else [PART, KEY]
+    scope = ctx.index.identity(KEY, PART)
     counts = keys.group_by(scope).aggregate([(KEY, "count")])
     dups = counts.filter(pc.greater(counts.column(f"{KEY}_count"), 1))
     if dups.num_rows == 0:

@@ -20,6 +20,7 @@ from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.format.write_operation import WriteOperation
+from hoodie_sink.table.index.protocol import Index
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
@@ -31,6 +32,7 @@ class WriteContext:
 
     config: WriteConfig
     operation: WriteOperation  # config.operation, resolved once at begin
+    index: Index  # config.index_type, resolved once at begin
     table: TableConfig
     instant: str
     action: str

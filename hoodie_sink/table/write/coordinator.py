@@ -63,6 +63,8 @@ from hoodie_sink.table.format.timeline.instant import (
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
 from hoodie_sink.table.format.write_operation import TABLE, WriteOperation
+from hoodie_sink.table.index.protocol import Index
+from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
@@ -91,10 +93,11 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     check_table_lock(cfg)
     cfg, table, exists = _open_table(cfg, storage)
     op = WriteOperation.of(cfg.operation)
+    index = index_of(cfg.index_type)
     # Everything that can refuse the options or the input is checked before anything is written.
-    _check_input_columns(cfg, op, input_schema)
+    _check_input_columns(cfg, op, index, input_schema)
     data_schema = storage_schema(_without_meta(input_schema))
-    _check_options_against_input(cfg, op, input_schema, data_schema)
+    _check_options_against_input(cfg, op, index, input_schema, data_schema)
     incoming = arrow_to_avro(data_schema, table.name)
     if not exists:
         if op.deletes:
@@ -117,6 +120,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     ctx = WriteContext(
         config=cfg,
         operation=op,
+        index=index,
         base_files=base_files,
         avg_record_size=avg_size,
         clustering=clustering,
@@ -290,10 +294,10 @@ def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _check_input_columns(cfg: WriteConfig, op: WriteOperation, schema: pa.Schema) -> None:
+def _check_input_columns(cfg: WriteConfig, op: WriteOperation, index: Index, schema: pa.Schema) -> None:
     names = schema.names
     checks = [("hoodie.datasource.write.recordkey.field", f) for f in cfg.record_key_fields]
-    if not op.deletes or cfg.index_type == "bloom":
+    if not op.deletes or index.deletes_need_partition_path:
         checks += [("hoodie.datasource.write.partitionpath.field", f) for f in cfg.partition_fields]
     if cfg.precombine_field and not op.deletes:
         checks.append(("hoodie.datasource.write.precombine.field", cfg.precombine_field))
@@ -318,7 +322,7 @@ def _check_input_columns(cfg: WriteConfig, op: WriteOperation, schema: pa.Schema
 
 
 def _check_options_against_input(
-    cfg: WriteConfig, op: WriteOperation, schema: pa.Schema, data_schema: pa.Schema
+    cfg: WriteConfig, op: WriteOperation, index: Index, schema: pa.Schema, data_schema: pa.Schema
 ) -> None:
     """Option checks that need the input schema (or the table's settings), done here so
     that no task fails on them after the instant has started."""
@@ -326,7 +330,7 @@ def _check_options_against_input(
     check_key_columns(keygen_config_of(cfg), schema, partitions=partitions_given)
     if not op.deletes:
         check_ordering_field(data_schema, cfg.precombine_field)
-    if cfg.index_type == "bucket" and cfg.bucket_hash_fields:
+    if index.bucketed and cfg.bucket_hash_fields:
         # Hudi hashes the hash fields' values parsed out of the record key (BucketIdentifier), and
         # requires them to be record key fields
         outside = [f for f in cfg.bucket_hash_fields if f not in cfg.record_key_fields]

@@ -278,14 +278,13 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
     With event-time ordering a change that the stored record beats is dropped, as a copy-on-write
     merge would drop it.  Rewrites: under a global index, any delete; a key deleted in the logs
     and written again (see below)."""
-    cfg = ctx.config
-    if cfg.index_type == "global_bloom" and pc.any(pc.not_equal(changes.column(KIND), UPSERT)).as_py():
+    if ctx.index.finds_keys_in_base_files_only and pc.any(pc.not_equal(changes.column(KIND), UPSERT)).as_py():
         # A global index finds keys in base files only: a key deleted in a log would still be
         # found there (and a new copy elsewhere would make two); the file group is rewritten.
         return None
     rule = ctx.merge_rule
     precombine = rule.ordering_field
-    if not sl.has_deletes and cfg.index_type != "bucket":
+    if not sl.has_deletes and not ctx.index.bucketed:
         # with event-time ordering, the task already dropped the changes the stored record beats
         # (upsert_task._without_stored_winners; the BUCKET index looks nothing up, so not there)
         return changes

@@ -36,7 +36,7 @@ from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.file_group import BaseFile, file_id, new_file_id_prefix
 from hoodie_sink.table.format.markers import MERGE, work_dir
 from hoodie_sink.table.format.schema import cast_to_storage
-from hoodie_sink.table.index.key_index import KeyIndex, TagResult, cached_bloom
+from hoodie_sink.table.index.key_index import TagResult, cached_bloom
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter, file_schema
 from hoodie_sink.table.write.bucket_assigner import Assignment, BucketAssigner
 from hoodie_sink.table.write.conflicts import clustering_conflict
@@ -123,7 +123,7 @@ class UpsertTask:
         self.rule = ctx.merge_rule
         self.precombine = self.rule.ordering_field
         # a record is its key under a global index, its (key, partition path) pair otherwise
-        self.per_partition = self.cfg.index_type != "global_bloom"
+        self.per_partition = not ctx.index.is_global
         self.storage = ctx.storage
         self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)
         self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
@@ -136,12 +136,8 @@ class UpsertTask:
         self._slices_with_deletes = [s.file_id for s in ctx.log_slices if s.has_deletes]
         self._repeated: set[str] = set()  # file groups holding a changed key more than once
         self.stored_keygen = stored_keygen(ctx)
-        self.index = KeyIndex(
-            self.storage,
-            list(ctx.base_files),
-            global_index=self.cfg.index_type == "global_bloom",
-            key_generator=self.stored_keygen,
-        )
+        # None: the index looks nothing up (BUCKET: the assigner hashes keys into buckets)
+        self.locator = ctx.index.locator(self.storage, list(ctx.base_files), self.stored_keygen)
         self.assigner = BucketAssigner(ctx, self._try_claim)
         self.result = UpsertResult(ctx.instant, task.partition_id, task.attempt_number)
         self._pending: list[pa.Table] = []
@@ -213,7 +209,7 @@ class UpsertTask:
         if self.append_only:  # insert: no de-duplication, no lookup; small files first
             assignment = Assignment()
             self.assigner.assign_inserts(assignment, changes)
-        elif self.cfg.index_type == "bucket":
+        elif self.locator is None:
             assignment = self.assigner.assign_for_bucket_index(self._reduce(changes))
         else:
             changes = self._reduce(changes)
@@ -263,7 +259,8 @@ class UpsertTask:
         bloom index tags every one, so an upsert or delete changes every copy.  A merge-on-read
         file group holding a changed key twice is rewritten, not given a log: a log record meets
         one base copy only in every reader (docs/hudi/duplicate-keys.md)."""
-        located = self.index.locate(
+        assert self.locator is not None, "the index looks keys up"
+        located = self.locator.locate(
             changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks()
         )
         if len(located.record) != changes.num_rows:
@@ -282,7 +279,8 @@ class UpsertTask:
         assert self.precombine is not None, "only called with a precombine field"
         value_type = rows.schema.field(self.precombine).type
         keys = rows.column(KEY).combine_chunks()
-        values = self.index.stored_values(keys, file_ids, self.precombine, value_type)
+        assert self.locator is not None, "the index looks keys up"
+        values = self.locator.stored_values(keys, file_ids, self.precombine, value_type)
         if self.mor:  # the logs hold newer values than the base files
             values = current_ordering_values(self.ctx, keys, file_ids, values, self.file_schema)
         return values
@@ -304,7 +302,8 @@ class UpsertTask:
         precombine = self.precombine
         assert precombine is not None, "only called with a precombine field"
         value_type = changes.schema.field(precombine).type
-        stored = self.index.stored_values(
+        assert self.locator is not None, "the index looks keys up"
+        stored = self.locator.stored_values(
             rows.column(KEY).combine_chunks(), tags.file_id.filter(checked), precombine, value_type
         )
         kinds = np.asarray(rows.column(KIND).to_numpy(), dtype=np.int8)
@@ -573,7 +572,7 @@ class UpsertTask:
         )
         with self._lock:
             self.result.write_stats.extend(stats)
-        if not self.append_only and self.cfg.index_type != "bucket":
+        if not self.append_only and not self.ctx.index.bucketed:
             # RollingBaseFileWriter fills files in row order: file k holds the next num_writes rows.
             fids = np.repeat(
                 np.array([s.file_id for s in stats], dtype=object), [s.num_writes for s in stats]

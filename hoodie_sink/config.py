@@ -21,6 +21,15 @@ from typing import Any
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.format.keygen import inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.properties import COPY_ON_WRITE
+from hoodie_sink.table.format.write_operation import (
+    APPEND_OP,
+    INSERT,
+    INSERT_OVERWRITE,
+    INSERT_OVERWRITE_TABLE,
+    OPERATIONS,
+    UPSERT,
+    WriteOperation,
+)
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 
@@ -118,14 +127,6 @@ def _payload_class(key: str, v: str) -> str:
 
 
 # -- the registry ----------------------------------------------------------------------------
-
-OPERATIONS = (
-    "upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table", "append",
-)  # fmt: skip
-IMPLEMENTED_OPERATIONS = OPERATIONS
-KEYED_OPERATIONS = ("upsert", "delete")  # tagged against the index, merged into file groups
-# operations that write new file groups without hashing keys into the BUCKET index's buckets
-BUCKETLESS_OPERATIONS = ("insert", "bulk_insert", "append", "insert_overwrite", "insert_overwrite_table")
 
 
 @dataclass(frozen=True)
@@ -476,7 +477,7 @@ class WriteConfig:
     set_null_for_missing_columns: bool = False
     allow_null_array_elements: bool = False
     allow_ambiguous_complex_keys: bool = False
-    operation: str = "upsert"
+    operation: str = UPSERT.name
     table_type: str = COPY_ON_WRITE  # hoodie.properties' spelling
     hive_style: bool = False
     url_encode: bool = False
@@ -650,11 +651,7 @@ class WriteConfig:
 
     def validated(self) -> WriteConfig:
         self._validate_concurrency()
-        if self.operation not in IMPLEMENTED_OPERATIONS:
-            raise HoodieConfigError(
-                f"Option 'hoodie.datasource.write.operation'='{self.operation}' is not supported yet; "
-                f"supported: {', '.join(IMPLEMENTED_OPERATIONS)}."
-            )
+        WriteOperation.of(self.operation)  # refuses an unknown one
         self.check_bucket_operation()
         if self.max_file_size < 1024:
             raise HoodieConfigError(
@@ -689,7 +686,7 @@ class WriteConfig:
         """Operations that write new file groups without hashing keys into buckets are refused on
         a BUCKET index (`table_says`: the index type comes from the table's hoodie.properties;
         docs/hudi/bucket-layout.md)."""
-        if self.index_type != "bucket" or self.operation not in BUCKETLESS_OPERATIONS:
+        if self.index_type != "bucket" or WriteOperation.of(self.operation).allowed_with_bucket_index:
             return
         whose = (
             f"on the table at {self.path}, whose hoodie.properties records 'hoodie.index.type'='BUCKET'"
@@ -763,11 +760,11 @@ def _operation(values: Mapping[str, Any], overwrite: bool, streaming: bool = Fal
     micro-batch's inserts into the small files of earlier batches rewrites those files again at
     every batch (ten 100k-row batches wrote 9x the data), so a stream writes new file groups and
     clustering packs them; a batch write, large and rare, fills small files as Hudi Spark does."""
-    operation = str(values.get("operation", "upsert"))
-    if overwrite and not ("operation" in values and operation == "insert_overwrite"):
-        return "insert_overwrite_table"
-    if values.get("append_mode", streaming) and operation == "insert":
-        return "append"
+    operation = str(values.get("operation", UPSERT.name))
+    if overwrite and not ("operation" in values and operation == INSERT_OVERWRITE.name):
+        return INSERT_OVERWRITE_TABLE.name
+    if values.get("append_mode", streaming) and operation == INSERT.name:
+        return APPEND_OP.name
     return operation
 
 

@@ -161,3 +161,58 @@ def test_the_adapters_reach_the_engine_through_its_client():
         if t.startswith(("hoodie_sink.table.format", "hoodie_sink.table.write"))
     ]
     assert not bad, "\n".join(bad)
+
+
+# -- the index type is decided in index/ only ------------------------------------------------
+# An index is a class in hoodie_sink/table/index/ (protocol.py); the write path asks it, never its
+# name.  The option's parsing (config.py) and hoodie.properties' (format/properties.py) read the
+# value itself.
+INDEX_NAMES = {"bloom", "global_bloom", "bucket", "global_simple", "record_index"}
+INDEX_TYPE_READERS = {"hoodie_sink.config", "hoodie_sink.table.format.properties"}
+
+
+def _index_type_comparisons(tree: ast.AST) -> list[int]:
+    """Lines comparing an `index_type` attribute or name (other than with None), or comparing with
+    an index type's name as a string literal."""
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        operands += [e for o in operands if isinstance(o, ast.Tuple | ast.List | ast.Set) for e in o.elts]
+        with_none = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops) and any(
+            isinstance(o, ast.Constant) and o.value is None for o in operands
+        )
+        names_index_type = any(
+            (isinstance(o, ast.Attribute) and o.attr == "index_type")
+            or (isinstance(o, ast.Name) and o.id == "index_type")
+            for o in operands
+        )
+        literal = any(
+            isinstance(o, ast.Constant) and isinstance(o.value, str) and o.value.lower() in INDEX_NAMES
+            for o in operands
+        )
+        if (names_index_type and not with_none) or literal:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_index_types_are_compared_in_index_only():
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        if name.startswith("hoodie_sink.table.index") or name in INDEX_TYPE_READERS:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        bad += [f"{name}:{line}" for line in _index_type_comparisons(tree)]
+    assert not bad, (
+        "the index type compared outside hoodie_sink/table/index/ (ask the Index object instead):\n"
+        + "\n".join(bad)
+    )
+
+
+def test_the_index_check_finds_comparisons():
+    found = _index_type_comparisons(ast.parse(
+        'a = cfg.index_type == "bucket"\nb = index_type != x\nc = t.index_type is None\nd = kind in ("BLOOM",)\n'
+    ))  # fmt: skip
+    assert found == [1, 2, 4]

@@ -37,7 +37,7 @@ from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.avro_rows import decode_block_content
 from hoodie_sink.table.format.file_group import FileSlice, LogFile
-from hoodie_sink.table.format.properties import COMMIT_TIME_STRATEGY, MERGER_STRATEGY_KEY, TableConfig
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.read.base_file import conform, read_base_file
@@ -49,35 +49,6 @@ _DEL, _ORD, _POS = "_hoodie_sink_deleted", "_hoodie_sink_ordering", "_hoodie_sin
 DELETED_FLAG = _DEL  # column of scan_logs' result: the key's latest log record is a delete
 ORDERING_VALUE = _ORD  # column of scan_logs' result: that record's ordering value
 _EPOCH = dt.date(1970, 1, 1)
-
-
-@dataclass(frozen=True)
-class MergeRule:
-    """How a slice's records merge (Java 0.14's payloads, docs/hudi/services.md#merge-semantics).
-
-    `ordering_field` orders log records among themselves (Java pre-combines them by it whenever
-    the table has one); `base_ordering` says whether it also decides against the base row
-    (DefaultHoodieRecordPayload) or the log record always wins (OverwriteWithLatestAvroPayload).
-    hudi-rs 0.5.0 orders an OverwriteWithLatest table's log records by commit time instead: we
-    follow Java."""
-
-    ordering_field: str | None = None
-    base_ordering: bool = False
-
-    @staticmethod
-    def of_table(table: TableConfig) -> MergeRule:
-        """The table's rule, inferred as readers do
-        (docs/hudi/format.md#file-slices-and-merge-mode): the payload class, else
-        the merger strategy id, else event time when there is a precombine field."""
-        if not table.precombine_field:
-            return MergeRule()
-        payload = table.payload_class or ""
-        if not payload:
-            strategy = table.extra.get(MERGER_STRATEGY_KEY)
-            commit_time = strategy == COMMIT_TIME_STRATEGY
-        else:
-            commit_time = payload.endswith("OverwriteWithLatestAvroPayload")
-        return MergeRule(table.precombine_field, base_ordering=not commit_time)
 
 
 @dataclass(frozen=True)
@@ -264,14 +235,6 @@ def _bools(a) -> np.ndarray:
     return np.asarray(pc.fill_null(a, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _strictly_greater(a, b) -> np.ndarray:
-    """a > b, a null ordering value being smaller than any other, as Java's merge takes it: any
-    incoming record replaces a stored one without an ordering value (docs/hudi/null-ordering.md;
-    our writers store none in merge-on-read tables, other writers may).  Two nulls tie: the later
-    record wins.  hudi-rs 0.5.0 reads a stored null as 0, which differs for negative values only."""
-    return _bools(pc.greater(a, b)) | (_bools(pc.is_valid(a)) & _bools(pc.is_null(b)))
-
-
 def _fold(state: pa.Table | None, incoming: pa.Table, rule: MergeRule) -> pa.Table:
     """Merge a block's records into the state (one record per key), in scan order."""
     for batch in _rounds(incoming):
@@ -305,7 +268,7 @@ def _fold_unique(state: pa.Table, incoming: pa.Table, rule: MergeRule) -> pa.Tab
         prior = state.take(pa.array(at))
         prior_del = _bools(prior.column(_DEL))
         new_del = _bools(incoming.column(_DEL))
-        prior_greater = _strictly_greater(prior.column(_ORD), incoming.column(_ORD))
+        prior_greater = MergeRule.strictly_greater(prior.column(_ORD), incoming.column(_ORD))
         # data after a delete: natural order; a delete without ordering value (null): natural order
         new_natural = ~_bools(pc.is_valid(incoming.column(_ORD))) & new_del
         wins = prior_del | new_natural | ~prior_greater
@@ -354,7 +317,7 @@ def merge_with_base(
         # a log delete always removes the base row (Java: an empty payload deletes); a log data
         # record loses to a base row whose ordering value is strictly greater
         stored = base.column(rule.ordering_field)
-        base_greater = _strictly_greater(stored, logs.column(_ORD).take(pa.array(at)))
+        base_greater = MergeRule.strictly_greater(stored, logs.column(_ORD).take(pa.array(at)))
         explicit_delete = _bools(logs.column(_DEL))[at]
         log_wins &= ~(base_greater & ~explicit_delete)
     drop = log_wins & log_del[at]

@@ -58,14 +58,16 @@ from hoodie_sink.table.format.heartbeat import (
     takeover_claim_path,
 )
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
-from hoodie_sink.table.format.properties import BUCKET_INDEX, MERGE_ON_READ, read_table_config
+from hoodie_sink.table.format.merge_rule import MergeRule
+from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
 from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
 from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.read.base_file import read_base_file
-from hoodie_sink.table.read.file_slice import CommittedInstants, MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
 from hoodie_sink.table.services.clustering_strategy import plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
@@ -101,7 +103,7 @@ def schedule(storage: Storage, cfg: WriteConfig) -> str | None:
 def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
     table = read_table_config(storage)
     # a table recording a BUCKET layout (docs/hudi/bucket-layout.md) is refused whatever the options say
-    if cfg.index_type == "bucket" or table.index_type == BUCKET_INDEX:
+    if index_of(cfg.index_type).bucketed or table.bucket_layout:
         raise HoodieConfigError(
             "Clustering with 'hoodie.index.type'='BUCKET' is not supported: the new file groups would lie "
             "outside the hash buckets (as in Hudi, whose simple bucket index refuses clustering too)."

@@ -42,6 +42,7 @@ from hoodie_sink.table.format.compaction_plan import (
 from hoodie_sink.table.format.file_group import BaseFile, FileSlice, LogFile, write_token
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
 from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow, storage_schema, with_meta_fields
 from hoodie_sink.table.format.table_schema import latest_schema
@@ -56,7 +57,7 @@ from hoodie_sink.table.format.timeline.instant import (
     parse_instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
-from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, MergeRule, read_file_slice
+from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, read_file_slice
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema, parquet_settings_of

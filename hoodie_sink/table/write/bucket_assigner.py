@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.index.bucket import bucket_file_id_prefix, bucket_of_file_id, record_key_bucket_ids
 from hoodie_sink.table.write.merge import KEY, KIND, MOVED_OUT, PART, UPSERT, first_of_groups
 
@@ -47,8 +48,8 @@ class BucketAssigner:
         cfg = ctx.config
         self.ctx = ctx
         self.try_claim = try_claim
-        self.index_type = cfg.index_type
-        self.update_partition_path = cfg.update_partition_path
+        self.index = ctx.index
+        self.moves_partitions = ctx.index.moves_partitions(cfg.update_partition_path)
         self.small: dict[str, list[tuple[str, int]]] = {}  # partition -> [(file id, capacity)]
         clustering = ctx.clustering_file_groups
         # merge-on-read: only a latest slice without log files packs inserts (Java's rule: its
@@ -68,7 +69,7 @@ class BucketAssigner:
                 if room > 0 and (slices is None or taken < cfg.small_file_candidates_limit):
                     self.small.setdefault(bf.partition_path, []).append((bf.file_id, int(room)))
         self.buckets_by_partition: dict[str, dict[int, str]] = {}
-        if self.index_type == "bucket":
+        if self.index.bucketed:
             for bf in ctx.base_files:
                 try:
                     bucket = bucket_of_file_id(bf.file_id)
@@ -113,7 +114,7 @@ class BucketAssigner:
             locs = tags.partition_path.filter(found)
             fid_col = fids.filter(found)
             moved = pc.not_equal(locs, existing.column(PART))
-            if self.index_type == "global_bloom" and self.update_partition_path and pc.any(moved).as_py():
+            if self.moves_partitions and pc.any(moved).as_py():
                 existing, fid_col, locs = self._move_partitions(
                     out, existing, fid_col, locs, moved, stored_ordering, stored_in_place
                 )
@@ -147,11 +148,10 @@ class BucketAssigner:
         stays = pc.invert(movers)
         rows, row_fids, row_locs = existing.filter(movers), fid_col.filter(movers), locs.filter(movers)
         if stored_ordering is not None:
-            precombine = self.ctx.config.precombine_field
+            precombine = self.ctx.merge_rule.ordering_field
             stored = stored_ordering(rows, row_fids)  # the least of a key's copies in the file group
-            incoming = rows.column(precombine)
-            # ties and nulls go to the incoming record, as in merge_file_group
-            beats = pc.invert(pc.fill_null(pc.greater(stored, incoming), False))
+            # ties go to the incoming record, as in merge_file_group
+            beats = pa.array(~MergeRule.strictly_greater(stored, rows.column(precombine)))
             rows, row_fids, row_locs = rows.filter(beats), row_fids.filter(beats), row_locs.filter(beats)
         if rows.num_rows:
             tombstones = rows.set_column(rows.schema.get_field_index(PART), PART, row_locs)
@@ -183,7 +183,7 @@ class BucketAssigner:
     def assign_inserts(self, out: Assignment, inserts: pa.Table) -> None:
         if inserts.num_rows == 0:
             return
-        if self.index_type == "bucket":
+        if self.index.bucketed:
             self._assign_hash_buckets(out, inserts)
             return
         parts = inserts.column(PART)

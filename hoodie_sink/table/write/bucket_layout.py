@@ -35,6 +35,7 @@ from hoodie_sink.table.format.properties import (
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.index.bucket import bucket_of_file_id, record_key_bucket_ids
+from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
@@ -75,7 +76,7 @@ def settle_bucket_layout(
 ) -> TableConfig:
     """For a BUCKET write into a table that records no bucket count: check the write's layout
     against the stored file groups and keys, then record it.  The table config to write with."""
-    if cfg.index_type != "bucket" or table.num_buckets is not None:
+    if not index_of(cfg.index_type).bucketed or table.num_buckets is not None:
         return table
     check_stored_layout(storage, cfg, timeline, task_map)
     recorded = table.with_updates(**bucket_layout_of(cfg))
@@ -153,7 +154,12 @@ def stored_buckets(snapshot: Snapshot, cfg: WriteConfig) -> list[StoredBucket]:
                 "this table with the index it was written with, or write a new table with the BUCKET index."
             ) from None
         if bucket >= n:
-            _refuse(cfg, f"file group {fid} in partition '{partition}' is bucket {bucket}, beyond the count")
+            # (a random file ID of another index starts with 8 digits 2.3% of the time: say so too)
+            _refuse(
+                cfg,
+                f"file group {fid} in partition '{partition}' is bucket {bucket}, beyond the count (or the table "
+                "was written with another index, whose random file IDs may start with 8 digits)",
+            )
         if (partition, bucket) in seen:
             raise HoodieTableError(
                 f"Partition '{partition}' of {cfg.path} has two file groups in bucket {bucket} "
@@ -207,7 +213,7 @@ def record_bucket_layout(path: str, options: dict[str, str], task_map: TaskMap |
     hoodie_sink.record_bucket_layout(..., spark=spark): a Spark job).  The
     table config, with the layout.  A table that already records one is left as it is."""
     cfg = WriteConfig.from_options(options, path=path)
-    if cfg.index_type != "bucket":
+    if not index_of(cfg.index_type).bucketed:
         raise HoodieConfigError(
             f"record_bucket_layout needs the BUCKET index options of the writes to come "
             f"('hoodie.index.type'='BUCKET', not '{cfg.index_type.upper()}')."

@@ -44,7 +44,7 @@ class BulkInsertTask:
         self.keygen = keygen_for(ctx)
         self.settings = parquet_settings(ctx)
         self.schema = file_schema(ctx.data_schema)
-        self.sort_by_key = ctx.config.operation in ("bulk_insert",)
+        self.sort_by_key = ctx.operation.sorts_by_key
         self._prefix = new_file_id_prefix()
         self._next_file = 0
         self._buffer: list[tuple[pa.RecordBatch, pa.Array, pa.Array]] = []

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.format.file_group import BASE_FILE_EXT, BaseFile
 from hoodie_sink.table.format.markers import MERGE
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.index.key_index import cached_bloom
@@ -148,8 +149,8 @@ def _run_log_fixups(
     logs in order then sees exactly the winners: a later record of a key replaces an earlier one
     when it is at least as high in the ordering, which a winner is."""
     slices = ctx.slices_by_id
-    precombine = ctx.config.precombine_field if ctx.config.operation != "delete" else None
-    per_partition = ctx.config.index_type != "global_bloom"
+    rule = ctx.merge_rule
+    per_partition = not ctx.index.is_global
     versions: dict[str, int] = {}
     for s in stats:
         if "logVersion" in s.extra:
@@ -160,7 +161,7 @@ def _run_log_fixups(
         paths = changes[key]
         tables = [_read_all(ctx, [p]) for p in paths]
         all_changes = pa.concat_tables(tables, promote_options="permissive")
-        winners = reduce_changes(all_changes, precombine, per_partition)
+        winners = reduce_changes(all_changes, rule, per_partition)
         owner_orders = [t.column(ORDER) for p, t in zip(paths, tables, strict=True) if p in owned]
         if owner_orders:
             done = pa.chunked_array([c for col in owner_orders for c in col.chunks], pa.int64())
@@ -177,7 +178,7 @@ def _run_log_fixups(
         version = max(sl.max_version, versions.get(fid, 0)) + 1
         target = LogWrite(sl, version, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i)
         return write_log_file(
-            ctx.storage, target, winners, precombine, ctx.avro_with_meta, exclusive=ctx.config.occ
+            ctx.storage, target, winners, rule.ordering_field, ctx.avro_with_meta, exclusive=ctx.config.occ
         )
 
     threads = max(1, min(ctx.config.merge_threads, len(jobs)))
@@ -195,7 +196,7 @@ def _rewrite(
     of keys inserted twice are dropped."""
     storage = ctx.storage
     schema = file_schema(ctx.data_schema)
-    precombine = ctx.config.precombine_field if ctx.config.operation != "delete" else None
+    rule = ctx.merge_rule
     missing = 0
     if staged:
         tables = []
@@ -204,14 +205,12 @@ def _rewrite(
                 tables.append(pq.read_table(f))
         base = current_rows(ctx, fid, old_bf, schema)
         prev = old_bf.instant if old_bf else NULL_COMMIT
-        per_partition = ctx.config.index_type != "global_bloom"
+        per_partition = not ctx.index.is_global
         all_changes = pa.concat_tables(tables, promote_options="permissive")
-        reduced = reduce_changes(all_changes, precombine, per_partition)
+        reduced = reduce_changes(all_changes, rule, per_partition)
         del all_changes
         del tables
-        merged = merge_file_group(
-            base, reduced, precombine, ctx.instant, i, commit_time_ordering=ctx.config.commit_time_ordering
-        )
+        merged = merge_file_group(base, reduced, rule, ctx.instant, i)
         del base
         data, keys, times, seqnos = merged.data, merged.keys, merged.commit_times, merged.seqnos
         counts = (merged.num_updates, merged.num_inserts, merged.num_deletes)
@@ -272,13 +271,13 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
     paths = [st.path for r in results for st in getattr(r, "staged", []) + getattr(r, "owned", [])
              if st.file_id in sources]  # fmt: skip
     paths += [p for r in results for p in getattr(r, "moved_change_logs", [])]
-    precombine = ctx.config.precombine_field
-    changes = _read_all(ctx, paths, [c for c in (KEY, PART, ORDER, KIND, precombine) if c])
+    rule = ctx.merge_rule
+    changes = _read_all(ctx, paths, [c for c in (KEY, PART, ORDER, KIND, rule.ordering_field) if c])
     moved = pc.unique(_read_all(ctx, moved_logs).column(KEY))
     changes = changes.filter(pc.is_in(changes.column(KEY), value_set=moved))
     if changes.num_rows == 0:
         return {}
-    winners = reduce_changes(changes, precombine if precombine in changes.column_names else None)
+    winners = reduce_changes(changes, rule if rule.ordering_field in changes.column_names else MergeRule())
     cand = inserted.filter(pc.is_in(inserted.column(KEY), value_set=moved))
     # an inserted copy survives only if it is the winner itself (the same arrival order)
     lose = pc.invert(pc.is_in(cand.column(ORDER), value_set=winners.column(ORDER).combine_chunks()))
@@ -293,18 +292,16 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
 def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[str, str], set[str]]:
     """(partition, file id) -> keys to drop: the losing copies of keys that this write inserted
     more than once (several tasks or flushes), or inserted and deleted in different tasks."""
-    scope = [KEY] if ctx.config.index_type == "global_bloom" else [PART, KEY]
+    scope = ctx.index.identity(KEY, PART)
     counts = keys.group_by(scope).aggregate([(KEY, "count")])
     dups = counts.filter(pc.greater(counts.column(f"{KEY}_count"), 1))
     if dups.num_rows == 0:
         return {}
     cand = keys.join(dups.select(scope), keys=scope, join_type="inner")
-    precombine = ctx.config.precombine_field
-    sort: list[tuple[str, ...]] = [(c, "ascending") for c in scope]
-    if precombine and precombine in cand.column_names:
-        sort.append((precombine, "descending", "at_end"))
-    sort.append((ORDER, "descending"))
-    cand = cand.take(pc.sort_indices(cand, sort_keys=sort))
+    rule = ctx.merge_rule
+    if rule.ordering_field not in cand.column_names:
+        rule = MergeRule()
+    cand = cand.take(pc.sort_indices(cand, sort_keys=rule.ranking(scope, ORDER)))
     # the first row of each key group is the winner; copies in other file groups are dropped
     # (copies in the winner's own file group are settled by that file group's merge)
     first = first_of_groups(cand, scope)

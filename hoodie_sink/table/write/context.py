@@ -16,23 +16,14 @@ from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.format.file_group import BaseFile, SliceFiles, write_token
 from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
+from hoodie_sink.table.format.write_operation import WriteOperation
+from hoodie_sink.table.index.protocol import Index
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
-
-OPERATION_TYPES = {
-    "insert": "INSERT",
-    "bulk_insert": "BULK_INSERT",
-    "upsert": "UPSERT",
-    "delete": "DELETE",
-    "insert_overwrite": "INSERT_OVERWRITE",
-    "insert_overwrite_table": "INSERT_OVERWRITE_TABLE",
-    "append": "INSERT",  # Hudi has no APPEND operation type: Flink's append mode commits INSERT
-}
-KEYLESS_OPERATIONS = ("append",)  # may write without a record key field (generated keys)
-REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
 
 
 @dataclass(frozen=True)
@@ -40,6 +31,8 @@ class WriteContext:
     """What every task and the commit need to know about one write.  Picklable."""
 
     config: WriteConfig
+    operation: WriteOperation  # config.operation, resolved once at begin
+    index: Index  # config.index_type, resolved once at begin
     table: TableConfig
     instant: str
     action: str
@@ -68,6 +61,12 @@ class WriteContext:
         return self.table.table_type == MERGE_ON_READ
 
     @property
+    def merge_rule(self) -> MergeRule:
+        """How the write's records merge, among themselves and with the stored ones."""
+        cfg = self.config
+        return MergeRule.of_write(cfg.precombine_field, cfg.commit_time_ordering, self.operation.deletes)
+
+    @property
     def slices_by_id(self) -> dict[str, SliceFiles]:
         return {s.file_id: s for s in self.log_slices}
 
@@ -77,7 +76,7 @@ class WriteContext:
 
     @property
     def operation_type(self) -> str:
-        return OPERATION_TYPES[self.config.operation]
+        return self.operation.operation_type
 
     @property
     def storage(self) -> Storage:

@@ -17,7 +17,7 @@ import time
 
 import pyarrow as pa
 
-from hoodie_sink.config import KEYED_OPERATIONS, WriteConfig
+from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import (
     HoodieCommitError,
     HoodieCommitStateUnknown,
@@ -52,10 +52,8 @@ from hoodie_sink.table.format.schema import (
 )
 from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import (
-    COMMIT,
     COMPACTION,
     COMPLETED,
-    DELTA_COMMIT,
     INFLIGHT,
     REPLACE_COMMIT,
     REQUESTED,
@@ -64,18 +62,15 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.format.write_operation import TABLE, WriteOperation
+from hoodie_sink.table.index.protocol import Index
+from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
 from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_scheduled
 from hoodie_sink.table.write.conflicts import check_clustering_conflicts, check_concurrent_writes
-from hoodie_sink.table.write.context import (
-    KEYLESS_OPERATIONS,
-    OPERATION_TYPES,
-    REPLACE_OPERATIONS,
-    WriteContext,
-    keygen_config_of,
-)
+from hoodie_sink.table.write.context import WriteContext, keygen_config_of
 from hoodie_sink.table.write.locking import check_table_lock, table_lock
 from hoodie_sink.table.write.metadata_table import remove_metadata_table
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes, rollback_instant
@@ -97,13 +92,15 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     storage = cfg.storage()
     check_table_lock(cfg)
     cfg, table, exists = _open_table(cfg, storage)
+    op = WriteOperation.of(cfg.operation)
+    index = index_of(cfg.index_type)
     # Everything that can refuse the options or the input is checked before anything is written.
-    _check_input_columns(cfg, input_schema)
+    _check_input_columns(cfg, op, index, input_schema)
     data_schema = storage_schema(_without_meta(input_schema))
-    _check_options_against_input(cfg, input_schema, data_schema)
+    _check_options_against_input(cfg, op, index, input_schema, data_schema)
     incoming = arrow_to_avro(data_schema, table.name)
     if not exists:
-        if cfg.operation == "delete":
+        if op.deletes:
             raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
         create_table(storage, table)
     else:
@@ -112,16 +109,18 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     if exists:  # a BUCKET write into a table that does not record its bucket layout
         table = settle_bucket_layout(storage, cfg, table, timeline)
     existing = latest_schema(storage, timeline, table) if exists else None
-    data_schema, incoming = _reconcile_schema(cfg, table, data_schema, incoming, existing)
-    action = _action_of(cfg, table)
-    instant = _publish_instant(storage, cfg, table, timeline, action)
-    if table.table_type == MERGE_ON_READ and cfg.operation in KEYED_OPERATIONS and existing:
-        instant, timeline = _settle_with_compaction_scheduling(storage, cfg, table, action, instant)
+    data_schema, incoming = _reconcile_schema(cfg, op, table, data_schema, incoming, existing)
+    action = op.commit_action(table.table_type == MERGE_ON_READ)
+    instant = _publish_instant(storage, cfg, op, table, timeline, action)
+    if table.table_type == MERGE_ON_READ and op.keyed and existing:
+        instant, timeline = _settle_with_compaction_scheduling(storage, cfg, op, table, action, instant)
     base_files, avg_size, clustering, log_slices = _file_groups_to_assign(
-        cfg, table, timeline, bool(existing)
+        cfg, op, table, timeline, bool(existing)
     )
     ctx = WriteContext(
         config=cfg,
+        operation=op,
+        index=index,
         base_files=base_files,
         avg_record_size=avg_size,
         clustering=clustering,
@@ -176,10 +175,15 @@ def _roll_back_failed_writes(
 
 
 def _reconcile_schema(
-    cfg: WriteConfig, table: TableConfig, data_schema: pa.Schema, incoming: dict, existing: str | None
+    cfg: WriteConfig,
+    op: WriteOperation,
+    table: TableConfig,
+    data_schema: pa.Schema,
+    incoming: dict,
+    existing: str | None,
 ) -> tuple[pa.Schema, dict]:
     """The write's storage and Avro schemas against the table's latest schema (if any)."""
-    if existing and cfg.operation == "delete":
+    if existing and op.deletes:
         # Deletes need only the key (and partition) columns: the table keeps its schema.
         incoming = json.loads(existing)
         return storage_schema(avro_to_arrow(incoming, force_nullable=True)), incoming
@@ -194,20 +198,18 @@ def _reconcile_schema(
     return data_schema, incoming
 
 
-def _action_of(cfg: WriteConfig, table: TableConfig) -> str:
-    if cfg.operation in REPLACE_OPERATIONS:
-        return REPLACE_COMMIT
-    # Inserts into a merge-on-read table are new base files, published as a deltacommit.
-    return DELTA_COMMIT if table.table_type == MERGE_ON_READ else COMMIT
-
-
 def _publish_instant(
-    storage: Storage, cfg: WriteConfig, table: TableConfig, timeline: Timeline, action: str
+    storage: Storage,
+    cfg: WriteConfig,
+    op: WriteOperation,
+    table: TableConfig,
+    timeline: Timeline,
+    action: str,
 ) -> str:
     """Publish `<t>.<action>.requested`, then the inflight file; the new instant time `t`, in the
     table's timeline zone."""
     store = TimelineStore(storage, zone=table.timeline_zone)
-    op_type = OPERATION_TYPES[cfg.operation]
+    op_type = op.operation_type
     # The first beat comes before the instant appears: a concurrent writer's rollback must never
     # see this instant pending without a live heartbeat (it would take it for a crashed write).
     requested = store.create_requested_at_new_time(
@@ -221,7 +223,7 @@ def _publish_instant(
 
 
 def _settle_with_compaction_scheduling(
-    storage: Storage, cfg: WriteConfig, table: TableConfig, action: str, instant: str
+    storage: Storage, cfg: WriteConfig, op: WriteOperation, table: TableConfig, action: str, instant: str
 ) -> tuple[str, ActiveTimeline]:
     """The write's instant and the timeline its file slices are chosen from: listed after any
     compaction being scheduled has published its plan, with no compaction later than the
@@ -241,7 +243,7 @@ def _settle_with_compaction_scheduling(
                  action, instant, cfg.path, later[-1])  # fmt: skip
         store.delete_pending(instant, action)
         stop_heartbeat(storage, instant)
-        instant = _publish_instant(storage, cfg, table, timeline, action)
+        instant = _publish_instant(storage, cfg, op, table, timeline, action)
     raise HoodieTableError(
         f"Could not start a {action} on {storage.base_uri}: compactions were planned while it started, "
         f"{_RESTARTS} times in a row. Nothing was written. Help: retry the write."
@@ -252,15 +254,15 @@ _RESTARTS = 10
 
 
 def _file_groups_to_assign(
-    cfg: WriteConfig, table: TableConfig, timeline: ActiveTimeline, has_data: bool
+    cfg: WriteConfig, op: WriteOperation, table: TableConfig, timeline: ActiveTimeline, has_data: bool
 ) -> tuple[tuple[BaseFile, ...], int, tuple, tuple[SliceFiles, ...]]:
     """What the bucket assigner needs of the table: its latest base files, the average record
     size, the file groups under pending clustering (only for operations that look them up) and,
     in a merge-on-read table, the latest file slices (updates go to their logs)."""
     # insert packs small files, but not in a merge-on-read table: a file group there may have log
     # files, which rewriting its base file would orphan (Hudi appends such inserts to the logs).
-    packs = cfg.operation == "insert" and table.table_type != MERGE_ON_READ
-    if not (cfg.operation in KEYED_OPERATIONS or packs) or not has_data:
+    packs = op.packs_small_files and table.table_type != MERGE_ON_READ
+    if not (op.keyed or packs) or not has_data:
         return (), cfg.record_size_estimate, (), ()
     storage = timeline.table_storage
     view = FileSystemView.load(storage, timeline)
@@ -292,12 +294,12 @@ def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
+def _check_input_columns(cfg: WriteConfig, op: WriteOperation, index: Index, schema: pa.Schema) -> None:
     names = schema.names
     checks = [("hoodie.datasource.write.recordkey.field", f) for f in cfg.record_key_fields]
-    if cfg.operation != "delete" or cfg.index_type == "bloom":
+    if not op.deletes or index.deletes_need_partition_path:
         checks += [("hoodie.datasource.write.partitionpath.field", f) for f in cfg.partition_fields]
-    if cfg.precombine_field and cfg.operation != "delete":
+    if cfg.precombine_field and not op.deletes:
         checks.append(("hoodie.datasource.write.precombine.field", cfg.precombine_field))
     for option, column in checks:
         if column not in names:
@@ -305,7 +307,7 @@ def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
                 f"Option '{option}' names column '{column}', which the input does not have. "
                 f"Input columns: {', '.join(names)}."
             )
-    if not cfg.record_key_fields and cfg.operation not in KEYLESS_OPERATIONS:
+    if not cfg.record_key_fields and not op.key_optional:
         raise HoodieKeyError(
             f"No record key for the table at {cfg.path} (operation '{cfg.operation}'). Help: set option "
             "'hoodie.datasource.write.recordkey.field' (alias 'primaryKey') to the key column(s); only the "
@@ -319,14 +321,16 @@ def _check_input_columns(cfg: WriteConfig, schema: pa.Schema) -> None:
             raise HoodieSchemaError(f"Column '{f.name}' uses the reserved prefix '_hoodie_'.")
 
 
-def _check_options_against_input(cfg: WriteConfig, schema: pa.Schema, data_schema: pa.Schema) -> None:
+def _check_options_against_input(
+    cfg: WriteConfig, op: WriteOperation, index: Index, schema: pa.Schema, data_schema: pa.Schema
+) -> None:
     """Option checks that need the input schema (or the table's settings), done here so
     that no task fails on them after the instant has started."""
     partitions_given = all(f in schema.names for f in cfg.partition_fields)
     check_key_columns(keygen_config_of(cfg), schema, partitions=partitions_given)
-    if cfg.operation != "delete":
+    if not op.deletes:
         check_ordering_field(data_schema, cfg.precombine_field)
-    if cfg.index_type == "bucket" and cfg.bucket_hash_fields:
+    if index.bucketed and cfg.bucket_hash_fields:
         # Hudi hashes the hash fields' values parsed out of the record key (BucketIdentifier), and
         # requires them to be record key fields
         outside = [f for f in cfg.bucket_hash_fields if f not in cfg.record_key_fields]
@@ -335,7 +339,7 @@ def _check_options_against_input(cfg: WriteConfig, schema: pa.Schema, data_schem
                 f"Option 'hoodie.bucket.index.hash.field' names {', '.join(outside)}, not record key field(s) "
                 f"({', '.join(cfg.record_key_fields)}). Help: hash a subset of the record key fields."
             )
-    if cfg.clustering_sort_columns and cfg.operation != "delete":
+    if cfg.clustering_sort_columns and not op.deletes:
         missing = [
             c for c in cfg.clustering_sort_columns if c not in data_schema.names and c not in META_COLUMNS
         ]
@@ -370,7 +374,7 @@ def _complete(
         delete_files(storage, orphans)
 
     replaced = None
-    if ctx.config.operation in REPLACE_OPERATIONS:
+    if ctx.operation.overwrites:
         replaced = _replaced_file_ids(storage, ctx, stats)
     extra = {SCHEMA_KEY: ctx.avro_schema}
     extra.update(dict(ctx.config.commit_extra))
@@ -398,7 +402,7 @@ def _replaced_file_ids(storage: Storage, ctx: WriteContext, stats: list[WriteSta
     written = {s.partition_path for s in stats}
     new_ids = {(s.partition_path, s.file_id) for s in stats}
     view = FileSystemView.load(storage)
-    if ctx.config.operation == "insert_overwrite_table":
+    if ctx.operation.overwrites == TABLE:
         groups = view.file_groups()
     else:
         groups = view.file_groups(partition_filter=lambda p: p in written)

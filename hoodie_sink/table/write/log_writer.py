@@ -31,6 +31,7 @@ from hoodie_sink.table.format.file_group import (
     log_file_name,
 )
 from hoodie_sink.table.format.markers import CREATE, create_marker, marker_path
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.read.base_file import read_base_file
@@ -38,7 +39,6 @@ from hoodie_sink.table.read.file_slice import (
     DELETED_FLAG,
     ORDERING_VALUE,
     CommittedInstants,
-    MergeRule,
     read_file_slice,
     scan_logs,
 )
@@ -279,14 +279,13 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
     With event-time ordering a change that the stored record beats is dropped, as a copy-on-write
     merge would drop it.  Rewrites: under a global index, any delete; a key deleted in the logs
     and written again (see below)."""
-    cfg = ctx.config
-    if cfg.index_type == "global_bloom" and pc.any(pc.not_equal(changes.column(KIND), UPSERT)).as_py():
+    if ctx.index.finds_keys_in_base_files_only and pc.any(pc.not_equal(changes.column(KIND), UPSERT)).as_py():
         # A global index finds keys in base files only: a key deleted in a log would still be
         # found there (and a new copy elsewhere would make two); the file group is rewritten.
         return None
-    precombine = cfg.precombine_field if cfg.operation != "delete" else None
-    event_time = bool(precombine) and not cfg.commit_time_ordering
-    if not sl.has_deletes and cfg.index_type != "bucket":
+    rule = ctx.merge_rule
+    precombine = rule.ordering_field
+    if not sl.has_deletes and not ctx.index.bucketed:
         # with event-time ordering, the task already dropped the changes the stored record beats
         # (upsert_task._without_stored_winners; the BUCKET index looks nothing up, so not there)
         return changes
@@ -298,11 +297,11 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
     upserts = changes.filter(pc.equal(changes.column(KIND), UPSERT)).column(KEY).combine_chunks()
     if sl.has_deletes and len(upserts) and tombstoned(ctx, sl, schema).intersection(upserts.to_pylist()):
         return None
-    if not event_time or precombine is None or sl.base_name is None:
+    if not rule.event_time or precombine is None or sl.base_name is None:
         return changes
     base_path = join_partition(sl.partition_path, sl.base_name)
     stored = read_base_file(ctx.storage, base_path, schema, [RECORD_KEY, precombine])
-    return without_losers_to_stored(changes, stored, precombine)
+    return without_losers_to_stored(changes, stored, rule)
 
 
 def tombstoned(ctx: WriteContext, sl: SliceFiles, schema: pa.Schema) -> set[str]:

@@ -13,10 +13,8 @@ A record's identity is its key under a global index and the pair (key, partition
 a partition-scoped one (BLOOM, BUCKET): changes are combined per identity, as Hudi's
 de-duplication does.
 
-Ordering rule (Hudi's DefaultHoodieRecordPayload / OverwriteWithLatest): with a precombine
-field the record with the highest value wins, within a batch and against the stored record;
-ties go to the later/incoming record.  Without one, the latest write wins.  A null ordering
-value counts as the smallest value (docs/hudi/null-ordering.md): an upsert refuses one
+Ordering rule: the write's MergeRule (format/merge_rule.py), the one the readers apply.  A null
+ordering value counts as the smallest value (docs/hudi/null-ordering.md): an upsert refuses one
 (`refuse_null_ordering`, as Java 0.15 does), but a copy-on-write insert or bulk_insert stores
 them, and a stored null then loses to any incoming value, as in Java's copy-on-write merge.
 """
@@ -30,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieSchemaError
+from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.read.base_file import conform
 
@@ -41,14 +40,6 @@ COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
 
 def data_of(changes: pa.Table) -> pa.Table:
     return changes.drop_columns([c for c in CONTROL if c in changes.column_names])
-
-
-def _not_greater(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """a <= b, a null being smaller than any value and two nulls equal (the later record wins);
-    as the readers order them (read/file_slice.py)."""
-    gt = pc.fill_null(pc.greater(a, b), False)
-    a_over_null = pc.and_(pc.is_valid(a), pc.is_null(b))
-    return ~np.asarray(pc.or_(gt, a_over_null).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def refuse_null_ordering(batch: pa.RecordBatch | pa.Table, precombine: str, operation: str) -> None:
@@ -74,7 +65,7 @@ def refuse_null_ordering(batch: pa.RecordBatch | pa.Table, precombine: str, oper
     )
 
 
-def reduce_changes(changes: pa.Table, precombine: str | None, per_partition: bool = False) -> pa.Table:
+def reduce_changes(changes: pa.Table, rule: MergeRule, per_partition: bool = False) -> pa.Table:
     """Keep one change per record: the winner of the ordering rule.  A record is its key, or
     with `per_partition` (partition-scoped indexes) its (key, partition path) pair: a delete of
     k in one partition and an insert of k in another are two records, both kept."""
@@ -83,11 +74,7 @@ def reduce_changes(changes: pa.Table, precombine: str | None, per_partition: boo
     if pc.count_distinct(changes.column(KEY), mode="all").as_py() == changes.num_rows:
         return changes  # one change per key already (the common case): no sort needed
     scope = [KEY, PART] if per_partition else [KEY]
-    sort_keys: list[tuple[str, ...]] = [(c, "ascending") for c in scope]
-    if precombine:
-        sort_keys.append((precombine, "descending", "at_end"))
-    sort_keys.append((ORDER, "descending"))
-    order = pc.sort_indices(changes, sort_keys=sort_keys)
+    order = pc.sort_indices(changes, sort_keys=rule.ranking(scope, ORDER))
     ranked = changes.take(order)
     first = first_of_groups(ranked, scope)
     return ranked.filter(pa.array(first))
@@ -145,17 +132,16 @@ class _Match:
 def merge_file_group(
     old: pa.Table | None,
     changes: pa.Table,
-    precombine: str | None,
+    rule: MergeRule,
     instant: str,
     partition_id: int,
     append_only: bool = False,
-    commit_time_ordering: bool = False,
 ) -> MergeResult:
     """Merge reduced `changes` (one per key) into `old` (a base file: meta + data columns).
 
     `append_only` (the insert operation) adds every change as a new row, matching nothing.
-    `commit_time_ordering` (OverwriteWithLatestAvroPayload): the change replaces the stored record
-    whatever their precombine values (which then only de-duplicate `changes`).
+    Unless the rule orders by event time, the change replaces the stored record whatever their
+    precombine values (OverwriteWithLatestAvroPayload: they then only de-duplicate `changes`).
     Old rows keep their position (updated ones in place, deleted ones dropped); inserts go
     last.  Copied rows keep their commit time and sequence number, written rows get the new
     instant and a sequence number counting their output position.
@@ -168,7 +154,7 @@ def merge_file_group(
         nothing = np.zeros(n_old, dtype=bool)
         match = _Match(np.arange(n_old), nothing, nothing, nothing, np.zeros(changes.num_rows, dtype=bool))
     else:
-        match = _match_stored(old, changes, kinds, precombine, commit_time_ordering)
+        match = _match_stored(old, changes, kinds, rule)
     unmatched = ~match.matched
     inserts = np.nonzero(unmatched & (kinds == UPSERT))[0]
     take = np.concatenate([match.take_old, n_old + inserts]).astype(np.int64)
@@ -188,9 +174,7 @@ def merge_file_group(
     )
 
 
-def _match_stored(
-    old: pa.Table, changes: pa.Table, kinds: np.ndarray, precombine: str | None, commit_time_ordering: bool
-) -> _Match:
+def _match_stored(old: pa.Table, changes: pa.Table, kinds: np.ndarray, rule: MergeRule) -> _Match:
     """Which stored rows a change updates or deletes: a change wins unless the stored record's
     ordering value is strictly greater (deletes by the delete operation always win).  Every stored
     row is compared on its own: of a key stored twice, a move deletes the copies it beats only."""
@@ -199,11 +183,14 @@ def _match_stored(
     valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
     inc_at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
     wins = valid.copy()
-    if precombine and not commit_time_ordering and valid.any():
+    precombine = rule.ordering_field
+    if rule.event_time and precombine and valid.any():
         stored = old.column(precombine) if precombine in old.column_names else pa.nulls(n_old)
         incoming = changes.column(precombine).take(pa.array(inc_at))
-        wins &= _not_greater(stored, incoming)
-    wins |= valid & (kinds[inc_at] == DELETE)  # the delete operation ignores ordering
+        wins &= ~MergeRule.strictly_greater(stored, incoming)
+    # the delete operation ignores ordering; a move does not: it deletes only the copies it beats
+    # (docs/hudi/duplicate-keys.md)
+    wins |= valid & (kinds[inc_at] == DELETE)
     matched = np.zeros(changes.num_rows, dtype=bool)
     matched[inc_at[valid]] = True
     deleted = wins & (kinds[inc_at] != UPSERT)
@@ -253,12 +240,18 @@ def _combined(a) -> pa.Array:
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
-def without_losers_to_stored(changes: pa.Table, stored: pa.Table, precombine: str) -> pa.Table:
+def without_losers_to_stored(changes: pa.Table, stored: pa.Table, rule: MergeRule) -> pa.Table:
     """Drop the changes whose stored record wins (event-time ordering: its precombine value is
     strictly greater); `stored` holds the stored rows' RECORD_KEY and precombine columns.  What a
     copy-on-write merge decides per row, decided before a merge-on-read write appends to a log
     (Java's readers would also drop a losing update, but they apply a losing delete)."""
-    if stored.num_rows == 0 or changes.num_rows == 0 or precombine not in stored.column_names:
+    precombine = rule.ordering_field
+    if (
+        not rule.event_time
+        or stored.num_rows == 0
+        or changes.num_rows == 0
+        or precombine not in stored.column_names
+    ):
         return changes
     pos = pc.index_in(changes.column(KEY), value_set=stored.column(RECORD_KEY).combine_chunks())
     valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
@@ -266,7 +259,7 @@ def without_losers_to_stored(changes: pa.Table, stored: pa.Table, precombine: st
         return changes
     at = pa.array(np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64))
     stored_values = stored.column(precombine).take(at)
-    loses = ~_not_greater(stored_values, changes.column(precombine)) & valid
+    loses = MergeRule.strictly_greater(stored_values, changes.column(precombine)) & valid
     kinds = np.asarray(changes.column(KIND).to_numpy(), dtype=np.int8)
     loses &= kinds < DELETE  # the delete operation (and a move) ignores ordering
     return changes.filter(pa.array(~loses)) if loses.any() else changes

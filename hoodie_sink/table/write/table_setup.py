@@ -11,7 +11,6 @@ import pyarrow.fs as pafs
 
 from hoodie_sink.config import (
     DEFAULT_PAYLOAD,
-    KEYED_OPERATIONS,
     OVERWRITE_WITH_LATEST_PAYLOAD,
     SUPPORTED_PAYLOADS,
     WriteConfig,
@@ -34,6 +33,8 @@ from hoodie_sink.table.format.properties import (
     write_table_config,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR
+from hoodie_sink.table.format.write_operation import WriteOperation
+from hoodie_sink.table.index.registry import BUCKET, index_of
 from hoodie_sink.table.storage import Storage
 
 _EVENT_TIME_STRATEGY = EVENT_TIME_STRATEGY
@@ -139,7 +140,7 @@ def bucket_layout_of(cfg: WriteConfig) -> dict:
     the index type, the bucket count and the hash fields, resolved as Java resolves them (no hash
     field: the record key fields; HoodieIndexConfig.validateBucketIndexConfig).  Nothing for the
     other indexes: they find keys wherever they are, so any later index may follow them."""
-    if cfg.index_type != "bucket":
+    if not index_of(cfg.index_type).bucketed:
         return {}
     return {
         "index_type": BUCKET_INDEX,
@@ -211,11 +212,12 @@ def _index_from_table(cfg: WriteConfig, table: TableConfig) -> dict:
     ex = cfg.explicit
     if table.index_type is None:
         return {}  # not recorded: the begin of the write checks a BUCKET write against the file groups
-    if table.index_type != BUCKET_INDEX:
-        if cfg.index_type == "bucket":
-            _contradiction(cfg, K_INDEX_TYPE, "BUCKET", table.index_type)
+    bucketed = index_of(cfg.index_type).bucketed
+    if not table.bucket_layout:
+        if bucketed:
+            _contradiction(cfg, K_INDEX_TYPE, BUCKET_INDEX, table.index_type)
         return {}
-    if "index_type" in ex and cfg.index_type != "bucket":
+    if "index_type" in ex and not bucketed:
         _contradiction(cfg, K_INDEX_TYPE, cfg.index_type.upper(), BUCKET_INDEX)
     hash_fields = table.bucket_hash_fields or cfg.record_key_fields
     given_fields = cfg.bucket_hash_fields or cfg.record_key_fields
@@ -224,7 +226,7 @@ def _index_from_table(cfg: WriteConfig, table: TableConfig) -> dict:
     if "num_buckets" in ex and table.num_buckets is not None and cfg.num_buckets != table.num_buckets:
         _contradiction(cfg, K_NUM_BUCKETS, str(cfg.num_buckets), str(table.num_buckets))
     return {
-        "index_type": "bucket",
+        "index_type": BUCKET,
         "num_buckets": table.num_buckets if table.num_buckets is not None else cfg.num_buckets,
         "bucket_hash_fields": hash_fields,
     }
@@ -351,7 +353,7 @@ def _merge_payload(cfg: WriteConfig, table: TableConfig) -> str:
         else default_payload(table.precombine_field or cfg.precombine_field)
     )
     payload = payload or cfg.payload_class or unnamed
-    if payload not in SUPPORTED_PAYLOADS and cfg.operation in KEYED_OPERATIONS:
+    if payload not in SUPPORTED_PAYLOADS and WriteOperation.of(cfg.operation).keyed:
         raise HoodieConfigError(
             f"The table at {cfg.path} merges records with payload class '{payload}' (hoodie.properties), "
             f"which hoodie_sink does not implement; operation '{cfg.operation}' merges with stored records "

@@ -38,7 +38,7 @@ from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.file_group import BaseFile, file_id, new_file_id_prefix
 from hoodie_sink.table.format.markers import MERGE, work_dir
 from hoodie_sink.table.format.schema import cast_to_storage
-from hoodie_sink.table.index.key_index import KeyIndex, TagResult, cached_bloom
+from hoodie_sink.table.index.key_index import TagResult, cached_bloom
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter, file_schema
 from hoodie_sink.table.write.bucket_assigner import Assignment, BucketAssigner
 from hoodie_sink.table.write.conflicts import clustering_conflict
@@ -122,13 +122,14 @@ class UpsertTask:
         self.keygen = keygen_for(ctx)
         self.settings = parquet_settings(ctx)
         self.file_schema = file_schema(ctx.data_schema)
-        self.precombine = self.cfg.precombine_field if self.cfg.operation != "delete" else None
+        self.rule = ctx.merge_rule
+        self.precombine = self.rule.ordering_field
         # a record is its key under a global index, its (key, partition path) pair otherwise
-        self.per_partition = self.cfg.index_type != "global_bloom"
+        self.per_partition = not ctx.index.is_global
         self.storage = ctx.storage
         self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)
         self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
-        self.append_only = self.cfg.operation == "insert"
+        self.append_only = ctx.operation.append_only
         # merge-on-read: changes of an existing file group go to a new log file of its latest
         # slice, unless inserts were packed into it (a small base file without logs: rewritten)
         self.mor = ctx.merge_on_read
@@ -137,12 +138,8 @@ class UpsertTask:
         self._slices_with_deletes = [s.file_id for s in ctx.log_slices if s.has_deletes]
         self._repeated: set[str] = set()  # file groups holding a changed key more than once
         self.stored_keygen = stored_keygen(ctx)
-        self.index = KeyIndex(
-            self.storage,
-            list(ctx.base_files),
-            global_index=self.cfg.index_type == "global_bloom",
-            key_generator=self.stored_keygen,
-        )
+        # None: the index looks nothing up (BUCKET: the assigner hashes keys into buckets)
+        self.locator = ctx.index.locator(self.storage, list(ctx.base_files), self.stored_keygen)
         self.assigner = BucketAssigner(ctx, self._try_claim)
         self.result = UpsertResult(ctx.instant, task.partition_id, task.attempt_number)
         self._pending: list[pa.Table] = []
@@ -190,9 +187,9 @@ class UpsertTask:
         n = batch.num_rows
         keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
-        allow_missing = self.cfg.operation == "delete" or self.cfg.set_null_for_missing_columns
+        allow_missing = self.ctx.operation.deletes or self.cfg.set_null_for_missing_columns
         data = _select(batch, self.ctx.data_schema, allow_missing=allow_missing)
-        if self.cfg.operation == "delete":
+        if self.ctx.operation.deletes:
             kinds = np.full(n, DELETE, dtype=np.int8)
         elif IS_DELETED in batch.schema.names:
             flag = pc.fill_null(batch.column(batch.schema.get_field_index(IS_DELETED)), False)
@@ -214,7 +211,7 @@ class UpsertTask:
         if self.append_only:  # insert: no de-duplication, no lookup; small files first
             assignment = Assignment()
             self.assigner.assign_inserts(assignment, changes)
-        elif self.cfg.index_type == "bucket":
+        elif self.locator is None:
             assignment = self.assigner.assign_for_bucket_index(self._reduce(changes))
         else:
             changes = self._reduce(changes)
@@ -223,10 +220,9 @@ class UpsertTask:
             tag_ms = int((time.perf_counter() - tag_started) * 1000)
             self.result.phase_ms["tag"] = self.result.phase_ms.get("tag", 0) + tag_ms
             # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
-            compare = self.precombine and not self.cfg.commit_time_ordering
-            stored_ordering = self._stored_ordering if compare else None
+            stored_ordering = self._stored_ordering if self.rule.event_time else None
             stored_in_place = None
-            if self.mor and compare:
+            if self.mor and self.rule.event_time:
                 stored_in_place = self._stored_in_place(changes, tags)
                 changes, tags = self._without_stored_winners(changes, tags)
             assignment = self.assigner.assign(changes, tags, stored_ordering, stored_in_place)
@@ -267,7 +263,8 @@ class UpsertTask:
         bloom index tags every one, so an upsert or delete changes every copy.  A merge-on-read
         file group holding a changed key twice is rewritten, not given a log: a log record meets
         one base copy only in every reader (docs/hudi/duplicate-keys.md)."""
-        located = self.index.locate(
+        assert self.locator is not None, "the index looks keys up"
+        located = self.locator.locate(
             changes.column(KEY).combine_chunks(), changes.column(PART).combine_chunks()
         )
         if len(located.record) != changes.num_rows:
@@ -280,13 +277,14 @@ class UpsertTask:
         return changes, located.tags
 
     def _reduce(self, changes: pa.Table) -> pa.Table:
-        return reduce_changes(changes, self.precombine, per_partition=self.per_partition)
+        return reduce_changes(changes, self.rule, per_partition=self.per_partition)
 
     def _stored_ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:
         assert self.precombine is not None, "only called with a precombine field"
         value_type = rows.schema.field(self.precombine).type
         keys = rows.column(KEY).combine_chunks()
-        values = self.index.stored_values(keys, file_ids, self.precombine, value_type)
+        assert self.locator is not None, "the index looks keys up"
+        values = self.locator.stored_values(keys, file_ids, self.precombine, value_type)
         if self.mor:  # the logs hold newer values than the base files
             values = current_ordering_values(self.ctx, keys, file_ids, values, self.file_schema)
         return values
@@ -296,7 +294,7 @@ class UpsertTask:
         partition, taken before _without_stored_winners drops the changes a stored copy beats: a
         record moving out of another partition is not inserted where its key is stored already
         (bucket_assigner._one_insert_per_key), whether that copy takes the record or beats it."""
-        if not (self.cfg.index_type == "global_bloom" and self.cfg.update_partition_path):
+        if not self.ctx.index.moves_partitions(self.cfg.update_partition_path):
             return None
         here = pc.and_(pc.is_valid(tags.file_id), pc.equal(tags.partition_path, changes.column(PART)))
         return changes.column(KEY).filter(pc.fill_null(here, False)).combine_chunks()
@@ -315,17 +313,16 @@ class UpsertTask:
         rows = changes.filter(checked)
         if rows.num_rows == 0:
             return changes, tags
-        precombine = self.cfg.precombine_field
+        precombine = self.precombine
         assert precombine is not None, "only called with a precombine field"
         value_type = changes.schema.field(precombine).type
-        stored = self.index.stored_values(
+        assert self.locator is not None, "the index looks keys up"
+        stored = self.locator.stored_values(
             rows.column(KEY).combine_chunks(), tags.file_id.filter(checked), precombine, value_type
         )
         kinds = np.asarray(rows.column(KIND).to_numpy(), dtype=np.int8)
-        loses = pc.fill_null(pc.greater(stored, rows.column(self.precombine)), False).to_numpy(
-            zero_copy_only=False
-        )
-        loses = np.asarray(loses, dtype=bool) & (kinds < DELETE)  # the delete operation ignores ordering
+        # the delete operation ignores ordering
+        loses = self.rule.strictly_greater(stored, rows.column(precombine)) & (kinds < DELETE)
         if not loses.any():
             return changes, tags
         drop = np.zeros(changes.num_rows, dtype=bool)
@@ -485,11 +482,10 @@ class UpsertTask:
         merged = merge_file_group(
             old,
             changes,
-            self.precombine,
+            self.rule,
             self.ctx.instant,
             self.task.partition_id,
             append_only=self.append_only,
-            commit_time_ordering=self.cfg.commit_time_ordering,
         )
         writer = BaseFileWriter(
             self.storage, partition_path, fid, self.task.token, self.ctx.instant, self.task.partition_id,
@@ -590,7 +586,7 @@ class UpsertTask:
         )
         with self._lock:
             self.result.write_stats.extend(stats)
-        if not self.append_only and self.cfg.index_type != "bucket":
+        if not self.append_only and not self.ctx.index.bucketed:
             # RollingBaseFileWriter fills files in row order: file k holds the next num_writes rows.
             fids = np.repeat(
                 np.array([s.file_id for s in stats], dtype=object), [s.num_writes for s in stats]

@@ -21,6 +21,7 @@ from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
 from hoodie_sink.table.format.list_elements import check_no_null_elements, has_lists
+from hoodie_sink.table.format.write_operation import APPEND, ASSIGNED
 from hoodie_sink.table.metrics import sum_task_phases
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.append_task import AppendTask
@@ -33,8 +34,6 @@ from hoodie_sink.table.write.upsert_task import UpsertTask
 
 log = logging.getLogger(__name__)
 
-# Operations that go through the bucket assigner (index, small files, claims).
-ASSIGNED_OPERATIONS = ("upsert", "delete", "insert")
 REPORT_KEY = "hoodie.sink.write.report"  # extraMetadata: what the commit's write stats do not say
 
 
@@ -71,11 +70,11 @@ def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.Recor
         batches = _without_null_elements(batches)
     ordering = ordered_input_field(ctx)
     if ordering is not None:
-        batches = _with_ordering_values(batches, ordering, ctx.config.operation)
+        batches = _with_ordering_values(batches, ordering, ctx.operation.name)
     with _heartbeat(ctx):
-        if ctx.config.operation in ASSIGNED_OPERATIONS:
+        if ctx.operation.writer == ASSIGNED:
             return UpsertTask(ctx, task).write(batches)
-        if ctx.config.operation == "append":
+        if ctx.operation.writer == APPEND:
             return AppendTask(ctx, task).write(batches)
         return BulkInsertTask(ctx, task).write(batches)
 
@@ -87,10 +86,10 @@ def ordered_input_field(ctx: WriteContext) -> str | None:
     as the smallest value: they would disagree).  A copy-on-write insert, bulk_insert or append
     compares nothing and stores nulls, as Java's; the delete operation and keyless writes (whose
     generated keys never meet another record) never compare."""
-    cfg = ctx.config
-    if not cfg.precombine_field or cfg.operation == "delete" or not cfg.record_key_fields:
+    field = ctx.merge_rule.ordering_field  # none for the delete operation
+    if not field or not ctx.config.record_key_fields:
         return None
-    return cfg.precombine_field if cfg.operation == "upsert" or ctx.merge_on_read else None
+    return field if ctx.operation.compares_ordering or ctx.merge_on_read else None
 
 
 def _with_ordering_values(
@@ -145,7 +144,7 @@ def _merge_and_commit(
 ) -> CommitMetadata:
     extra = dict(extra or {})
     merge_started = time.monotonic()
-    if ctx.config.operation in ASSIGNED_OPERATIONS:
+    if ctx.operation.writer == ASSIGNED:
         rec = merge_at_commit(ctx, results)
         stats = rec.stats
         counts = {

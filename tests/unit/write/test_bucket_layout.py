@@ -162,7 +162,10 @@ def test_another_index_type_is_refused_both_ways(tmp_path, table_type):
     # a table written with the default index, then BUCKET: its file groups are no hash buckets
     b = Table(tmp_path / "b", table_type)
     b.write(rows(range(25), 1), BASE)
-    with pytest.raises(HoodieTableError, match="is not in a hash bucket"):
+    # a random file ID starts with 8 digits 2.3% of the time (then it reads as a bucket beyond the count)
+    with pytest.raises(
+        (HoodieTableError, HoodieConfigError), match="is not in a hash bucket|written with another"
+    ):
         b.write(rows(range(25), 2), BUCKET2)
     b.check()
 

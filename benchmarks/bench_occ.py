@@ -48,8 +48,8 @@ def one_write(path: str, opts: dict, n: int) -> tuple[float, float]:
     """One upsert (an update of key 0 and a new key); (write seconds, commit seconds)."""
     import pyarrow as pa
 
-    from hoodie_sink.config import WriteConfig
     from hoodie_sink.table import client
+    from hoodie_sink.table.options.write_config import WriteConfig
     from hoodie_sink.table.write.context import TaskIdentity
 
     rows = pa.table({"id": [0, 1_000_000 + n], "p": ["a", "a"], "ts": [n, n], "v": [n, n]})

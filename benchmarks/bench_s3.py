@@ -42,8 +42,8 @@ OCC = {
 
 def timed_write(path: str, opts: dict, rows) -> tuple[float, float]:
     """(write seconds, commit seconds) of one write through the engine's phases."""
-    from hoodie_sink.config import WriteConfig
     from hoodie_sink.table import client
+    from hoodie_sink.table.options.write_config import WriteConfig
     from hoodie_sink.table.write.context import TaskIdentity
 
     t0 = time.perf_counter()

@@ -92,7 +92,9 @@ UPDATED_SINCE = datetime(2025, 1, 1, tzinfo=timezone.utc)
 SMALL_BUDGET = 64 * MiB
 TASK_BUDGET_KEY = "hoodie.write.buffer.task.max.bytes"
 BUCKET_BUDGET_KEY = "hoodie.write.buffer.bucket.max.bytes"
-DEFAULT_TASK_BUDGET = 256 * MiB  # README / config.py defaults, printed with the memory rows
+DEFAULT_TASK_BUDGET = (
+    256 * MiB
+)  # README / table/options/write_config.py defaults, printed with the memory rows
 DEFAULT_BUCKET_BUDGET = 64 * MiB
 FEW_CITIES = CITIES[:2]
 

@@ -15,13 +15,13 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter
 from pyspark.sql.types import StructType
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.messages import HoodieCommitMessage, results_of
 from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table import client
 from hoodie_sink.table.client import TaskIdentity
+from hoodie_sink.table.options.write_config import WriteConfig
 
 log = logging.getLogger(__name__)
 

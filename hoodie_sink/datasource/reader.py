@@ -30,10 +30,10 @@ import uuid
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from hoodie_sink.errors import HoodieTableError
-from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.client import scans
 from hoodie_sink.table.client.scans import ChangeRead, IncrementalPlan
 from hoodie_sink.table.client.table import Table
+from hoodie_sink.table.options.read_config import ReadConfig
 
 
 class HoodieReader(DataSourceReader):

@@ -11,9 +11,9 @@ from hoodie_sink.datasource.spark_schema import arrow_to_spark
 from hoodie_sink.datasource.stream_reader import HoodieStreamReader
 from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 from hoodie_sink.errors import HoodieConfigError
-from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.client.scans import CDC_SCHEMA
 from hoodie_sink.table.client.table import Table
+from hoodie_sink.table.options.read_config import ReadConfig
 
 SIMPLE_STREAM_READER_UNSUPPORTED = (
     "hoodie reads a table as a stream with Spark's DataSourceStreamReader (offsets are commit instants), "

@@ -27,10 +27,10 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from hoodie_sink.datasource.reader import HoodieReader, cdc_partitions, incremental_partitions
-from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.client import scans
 from hoodie_sink.table.client.scans import ChangeRead, IncrementalPlan
 from hoodie_sink.table.client.table import Table
+from hoodie_sink.table.options.read_config import ReadConfig
 
 log = logging.getLogger(__name__)
 

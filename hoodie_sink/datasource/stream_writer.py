@@ -18,7 +18,6 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.datasource.batch_writer import refuse_conflict_retries, task_identity
 from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
@@ -27,6 +26,7 @@ from hoodie_sink.table import client
 from hoodie_sink.table.client import TaskIdentity, TaskResult
 from hoodie_sink.table.client import micro_batches as streaming
 from hoodie_sink.table.client.micro_batches import BatchRef
+from hoodie_sink.table.options.write_config import WriteConfig
 
 log = logging.getLogger("hoodie_sink.stream")
 

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table import client
 from hoodie_sink.table.format.heartbeat import release_heartbeat
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.interop.compare import assert_readers_agree, assert_timeline_agrees
 from tests.interop.conftest import ZONES

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.storage import Storage

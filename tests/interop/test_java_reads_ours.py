@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table import client
 from hoodie_sink.table.format.heartbeat import release_heartbeat
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.interop.compare import assert_readers_agree, assert_time_travel_agrees, assert_timeline_agrees
 from tests.support import faulty_source

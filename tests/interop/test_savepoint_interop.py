@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.services import savepoint as sp
 from hoodie_sink.table.storage import Storage

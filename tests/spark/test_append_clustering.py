@@ -135,7 +135,7 @@ def test_upsert_into_file_group_under_pending_clustering_fails_and_leaves_table(
         ).options(**keyed).option("hoodie.datasource.write.operation", "append").mode("append").save(
             str(path)
         )
-    from hoodie_sink.config import WriteConfig
+    from hoodie_sink.table.options.write_config import WriteConfig
     from hoodie_sink.table.services import clustering
     from hoodie_sink.table.storage import Storage
 

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieWriteConflictError
 from hoodie_sink.table import client
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.support.tables import OCC_OPTS, hudi_rs_read
 

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.heartbeat import heartbeat_path, release_heartbeat
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.cdc import read_cdc
 from hoodie_sink.table.read.incremental import read_incremental
 from hoodie_sink.table.read.retention import oldest_readable_instant

@@ -2,9 +2,11 @@
 folders of `hoodie_sink/table/` depend on each other in one direction only:
 
     storage, storage_options, lru_cache, arrow_util, metrics
-        <-  format  <-  index  <-  read  <-  write  <-  services  <-  client
+        <-  format  <-  options  <-  index  <-  read  <-  write  <-  services  <-  client
 
-(`config` and `errors`, outside `table/`, may be used by all of them; `cli/` and `datasource/`
+(`options` parses the write and read options into typed configs: it may use the format's value
+types, and the format never reads an option; `errors`, outside `table/`, may be used by all of
+them; `cli/` and `datasource/`
 reach the engine through `client`, never `format` or `write`.)  Imports are read from
 the source with `ast`, function-level ones included, so a late import cannot hide a circle.
 """
@@ -21,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hoodie_sink"
 # layer of each room of table/; a module may import its own layer and lower ones
 LAYERS = {
     "storage": 0, "storage_options": 0, "lru_cache": 0, "arrow_util": 0, "metrics": 0,
-    "format": 1, "index": 2, "read": 3, "write": 4, "services": 5, "client": 6,
+    "format": 1, "options": 2, "index": 3, "read": 4, "write": 5, "services": 6, "client": 7,
 }  # fmt: skip
 
 
@@ -126,6 +128,7 @@ def test_format_imports_nothing_of_the_write_read_or_service_paths():
         for t, line, _ in imps
         if t.startswith(
             (
+                "hoodie_sink.table.options",
                 "hoodie_sink.table.write",
                 "hoodie_sink.table.read",
                 "hoodie_sink.table.services",
@@ -165,10 +168,10 @@ def test_the_adapters_reach_the_engine_through_its_client():
 
 # -- the index type is decided in index/ only ------------------------------------------------
 # An index is a class in hoodie_sink/table/index/ (protocol.py); the write path asks it, never its
-# name.  The option's parsing (config.py) and hoodie.properties' (format/properties.py) read the
+# name.  The option's parsing (options/write_config.py) and hoodie.properties' (format/properties.py) read the
 # value itself.
 INDEX_NAMES = {"bloom", "global_bloom", "bucket", "global_simple", "record_index"}
-INDEX_TYPE_READERS = {"hoodie_sink.config", "hoodie_sink.table.format.properties"}
+INDEX_TYPE_READERS = {"hoodie_sink.table.options.write_config", "hoodie_sink.table.format.properties"}
 
 
 def _index_type_comparisons(tree: ast.AST) -> list[int]:

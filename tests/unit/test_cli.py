@@ -143,9 +143,9 @@ def test_validate_passes_on_a_sound_table_and_names_each_corruption(tmp_path):
 
 
 def test_rollback_of_a_pending_write_and_refusals(tmp_path):
-    from hoodie_sink.config import WriteConfig
     from hoodie_sink.table import client
     from hoodie_sink.table.format.heartbeat import stop_heartbeat
+    from hoodie_sink.table.options.write_config import WriteConfig
     from hoodie_sink.table.storage import Storage
     from hoodie_sink.table.write.context import TaskIdentity
 

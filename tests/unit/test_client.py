@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieKeyError, HoodieSchemaError
 from hoodie_sink.table.format.timeline.instant import ROLLBACK
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask

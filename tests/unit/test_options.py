@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieError, HoodieSchemaError, HoodieTableError
 from hoodie_sink.table.format.properties import parse_properties, read_table_config, write_table_config
 from hoodie_sink.table.format.schema import with_missing_as_nulls
 from hoodie_sink.table.format.timeline.timeline import TimelineStore
+from hoodie_sink.table.options.write_config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, WriteConfig
 from hoodie_sink.table.storage import Storage
 from tests.support.tables import assert_table_matches, read_both
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.keygen import (
     KEYGEN_CLASSES,
     SUPPORTED_KEYGEN_TYPES,
@@ -16,6 +15,7 @@ from hoodie_sink.table.format.keygen import (
     supported_keygen_type,
 )
 from hoodie_sink.table.format.properties import COPY_ON_WRITE, MERGE_ON_READ, read_table_config
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
 from hoodie_sink.table.write.table_setup import new_table_config, resolve_with_table

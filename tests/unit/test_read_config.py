@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hoodie_sink.errors import HoodieConfigError
-from hoodie_sink.read_config import ReadConfig, parse_as_of_instant
+from hoodie_sink.table.options.read_config import ReadConfig, parse_as_of_instant
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 from hoodie_sink.table.write.locking import FileSystemLock

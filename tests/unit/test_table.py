@@ -146,7 +146,7 @@ def test_savepoint_restore_rollback_validate(tmp_path):
     table.delete_savepoint(made.instant)
     assert table.savepoints() == []
     # a pending write whose writer is gone
-    from hoodie_sink.config import WriteConfig
+    from hoodie_sink.table.options.write_config import WriteConfig
     from hoodie_sink.table.write.context import TaskIdentity
 
     ctx = client.begin(WriteConfig.from_options(UPSERT, path=path), trips(3).schema)

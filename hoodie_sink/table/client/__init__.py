@@ -20,10 +20,10 @@ from typing import TypeAlias
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError, HoodieWriteConflictError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.metrics import WriteMetrics, append_metrics_line, sum_task_phases
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services.after_commit import ServicesReport, run_after_commit
 from hoodie_sink.table.write import write_path
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext

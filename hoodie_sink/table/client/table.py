@@ -21,9 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
-from hoodie_sink.read_config import ReadConfig, is_read_option
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import FileGroup, FileSlice
 from hoodie_sink.table.format.fs_view import FileSystemView, replacing_instants
@@ -31,6 +29,8 @@ from hoodie_sink.table.format.heartbeat import is_alive
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.format.timeline.instant import COMPLETED, INFLIGHT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
+from hoodie_sink.table.options.read_config import ReadConfig, is_read_option
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.base_file import count_rows
 from hoodie_sink.table.read.cdc import read_cdc
 from hoodie_sink.table.read.incremental import read_incremental

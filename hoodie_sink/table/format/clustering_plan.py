@@ -11,7 +11,6 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.replace_metadata import decode_requested_replace
 from hoodie_sink.table.format.timeline.instant import REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
@@ -45,17 +44,29 @@ class ClusteringGroup:
         return sum(s.size for s in self.slices)
 
 
+@dataclass(frozen=True)
+class ClusteringStrategy:
+    """What a plan records of how its groups are to be rewritten (the strategy's params)."""
+
+    target_file_bytes: int
+    layout: str  # hoodie.layout.optimize.strategy
+    sort_columns: tuple[str, ...] = ()
+    preserve_metadata: bool = True
+
+
 # ----------------------------------------------------------------------------------- Avro form
 
 
-def to_avro_plan(groups: list[ClusteringGroup], cfg: WriteConfig, base_uri: str) -> dict[str, Any]:
+def to_avro_plan(
+    groups: list[ClusteringGroup], strategy: ClusteringStrategy, base_uri: str
+) -> dict[str, Any]:
     params = {
-        "hoodie.clustering.plan.strategy.target.file.max.bytes": str(cfg.clustering_target_file_bytes),
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": str(strategy.target_file_bytes),
         "hoodie.clustering.plan.strategy.class": PLAN_STRATEGY_CLASS,
-        "hoodie.layout.optimize.strategy": cfg.layout_strategy,
+        "hoodie.layout.optimize.strategy": strategy.layout,
     }
-    if cfg.clustering_sort_columns:
-        params["hoodie.clustering.plan.strategy.sort.columns"] = ",".join(cfg.clustering_sort_columns)
+    if strategy.sort_columns:
+        params["hoodie.clustering.plan.strategy.sort.columns"] = ",".join(strategy.sort_columns)
     return {
         "inputGroups": [
             {
@@ -81,7 +92,7 @@ def to_avro_plan(groups: list[ClusteringGroup], cfg: WriteConfig, base_uri: str)
         "strategy": {"strategyClassName": STRATEGY_CLASS, "strategyParams": params, "version": 1},
         "extraMetadata": None,
         "version": 1,
-        "preserveHoodieMetadata": cfg.clustering_preserve_metadata,
+        "preserveHoodieMetadata": strategy.preserve_metadata,
     }
 
 

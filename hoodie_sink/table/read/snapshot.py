@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieTableError
-from hoodie_sink.read_config import parse_as_of_instant
 from hoodie_sink.table.format.file_group import BaseFile, FileSlice, LogFile
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.merge_rule import MergeRule
@@ -38,6 +37,7 @@ from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow
 from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline
+from hoodie_sink.table.options.read_config import parse_as_of_instant
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice

@@ -16,11 +16,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.timeline.instant import CLEAN
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.metrics import PhaseClock
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import clustering, compaction
 from hoodie_sink.table.services.archival import ArchivalConfig, ArchivalResult, run_archival
 from hoodie_sink.table.services.cleaning import CleanConfig, CleanResult, run_clean

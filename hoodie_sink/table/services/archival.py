@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.archived_timeline import (
     ArchivedInstant,
     archive_file_name,
@@ -52,6 +51,7 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 

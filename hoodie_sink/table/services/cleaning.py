@@ -29,7 +29,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.avro_container import decode_record
 from hoodie_sink.table.format.clean_metadata import (
@@ -60,6 +59,7 @@ from hoodie_sink.table.format.timeline.timeline import (
     TimelineStore,
     commit_metadata,
 )
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services.savepoint import savepointed_files
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage

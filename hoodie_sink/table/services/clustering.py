@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError, HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.clustering_plan import (
     CLUSTER,
@@ -66,9 +65,10 @@ from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.index.registry import index_of
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
-from hoodie_sink.table.services.clustering_strategy import plan_groups
+from hoodie_sink.table.services.clustering_strategy import ClusteringConfig, plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
 from hoodie_sink.table.services.service_lock import service_lock
@@ -121,12 +121,13 @@ def _schedule_locked(storage: Storage, cfg: WriteConfig) -> str | None:
             (sl.partition_path, sl.file_id): tuple(lf.path for lf in sl.log_files)
             for sl in view.read_slices()
         }
-    groups = plan_groups(base_files, pending, cfg)
+    clustering = ClusteringConfig.of(cfg)
+    groups = plan_groups(base_files, pending, clustering)
     if logs:
         groups = [with_logs(g, logs) for g in groups]
     if not groups:
         return None
-    plan = to_avro_plan(groups, cfg, storage.base_uri)
+    plan = to_avro_plan(groups, clustering.strategy, storage.base_uri)
     content = encode_requested_replace(CLUSTER, plan)
     # Beat before the plan appears: a runner looking for dead plans must not take this one.
     instant = (
@@ -403,10 +404,11 @@ def commits_since_last_clustering(storage: Storage, timeline: Timeline) -> int:
 def maybe_run_inline(cfg: WriteConfig) -> ClusteringResult | None:
     """hoodie.clustering.inline: after every `inline.max.commits` writes, cluster right here (in
     the committing process, groups in a thread pool) before the write call returns."""
-    if not cfg.clustering_inline:
+    clustering = ClusteringConfig.of(cfg)
+    if not clustering.inline:
         return None
     storage = cfg.storage()
-    if commits_since_last_clustering(storage, Timeline.load(storage)) < max(1, cfg.clustering_max_commits):
+    if commits_since_last_clustering(storage, Timeline.load(storage)) < max(1, clustering.max_commits):
         return None
     try:
         return run(cfg.path, cfg)

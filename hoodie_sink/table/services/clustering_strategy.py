@@ -15,21 +15,45 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
-from hoodie_sink.config import WriteConfig
-from hoodie_sink.table.format.clustering_plan import ClusteringGroup, InputSlice
+from hoodie_sink.table.format.clustering_plan import ClusteringGroup, ClusteringStrategy, InputSlice
 from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.options.write_config import WriteConfig
+
+
+@dataclass(frozen=True)
+class ClusteringConfig:
+    """The clustering options, taken from the write options once (`ClusteringConfig.of`)."""
+
+    strategy: ClusteringStrategy
+    small_file_limit: int
+    max_group_bytes: int
+    max_groups: int
+    partitions: tuple[str, ...] = ()
+    partition_regex: str | None = None
+    inline: bool = False
+    max_commits: int = 4  # inline: run after this many commits since the last clustering
+
+    @staticmethod
+    def of(cfg: WriteConfig) -> ClusteringConfig:
+        strategy = ClusteringStrategy(cfg.clustering_target_file_bytes, cfg.layout_strategy,
+                                      tuple(cfg.clustering_sort_columns), cfg.clustering_preserve_metadata)  # fmt: skip
+        return ClusteringConfig(strategy, cfg.clustering_small_file_limit, cfg.clustering_max_group_bytes,
+                                cfg.clustering_max_groups, tuple(cfg.clustering_partitions),
+                                cfg.clustering_partition_regex, cfg.clustering_inline,
+                                cfg.clustering_max_commits)  # fmt: skip
 
 
 def plan_groups(
-    base_files: list[BaseFile], pending: set[tuple[str, str]], cfg: WriteConfig
+    base_files: list[BaseFile], pending: set[tuple[str, str]], cfg: ClusteringConfig
 ) -> list[ClusteringGroup]:
     """The groups of a new plan (empty: nothing worth clustering)."""
-    pattern = re.compile(cfg.clustering_partition_regex) if cfg.clustering_partition_regex else None
-    selected = set(cfg.clustering_partitions)
+    pattern = re.compile(cfg.partition_regex) if cfg.partition_regex else None
+    selected = set(cfg.partitions)
     by_part: dict[str, list[BaseFile]] = {}
     for bf in base_files:
-        if (bf.partition_path, bf.file_id) in pending or not 0 < bf.size < cfg.clustering_small_file_limit:
+        if (bf.partition_path, bf.file_id) in pending or not 0 < bf.size < cfg.small_file_limit:
             continue
         if selected and bf.partition_path not in selected:
             continue
@@ -39,22 +63,22 @@ def plan_groups(
     groups: list[ClusteringGroup] = []
     for part in sorted(by_part):
         files = sorted(by_part[part], key=lambda b: (-b.size, b.file_id))
-        if len(files) < 2 and not cfg.clustering_sort_columns:
+        if len(files) < 2 and not cfg.strategy.sort_columns:
             continue
         current: list[BaseFile] = []
         size = 0
         for bf in files:
-            if current and size + bf.size > cfg.clustering_max_group_bytes:
+            if current and size + bf.size > cfg.max_group_bytes:
                 groups.append(_group(current, size, cfg))
                 current, size = [], 0
             current.append(bf)
             size += bf.size
-        if current and (len(current) > 1 or cfg.clustering_sort_columns):
+        if current and (len(current) > 1 or cfg.strategy.sort_columns):
             groups.append(_group(current, size, cfg))
     groups.sort(key=lambda g: -len(g.slices))  # the groups that remove the most files first
-    return groups[: cfg.clustering_max_groups]
+    return groups[: cfg.max_groups]
 
 
-def _group(files: list[BaseFile], size: int, cfg: WriteConfig) -> ClusteringGroup:
+def _group(files: list[BaseFile], size: int, cfg: ClusteringConfig) -> ClusteringGroup:
     slices = tuple(InputSlice(b.partition_path, b.file_id, b.path, b.size) for b in files)
-    return ClusteringGroup(slices, max(1, math.ceil(size / cfg.clustering_target_file_bytes)))
+    return ClusteringGroup(slices, max(1, math.ceil(size / cfg.strategy.target_file_bytes)))

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.clustering_plan import file_groups_under_clustering
 from hoodie_sink.table.format.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
@@ -57,6 +56,7 @@ from hoodie_sink.table.format.timeline.instant import (
     parse_instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, read_file_slice
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage

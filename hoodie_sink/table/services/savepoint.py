@@ -25,7 +25,6 @@ import posixpath
 import time
 from dataclasses import dataclass
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.fs_view import FileSystemView
@@ -58,6 +57,7 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.rollback import (

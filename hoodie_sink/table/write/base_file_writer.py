@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.format.file_group import base_file_name, join_partition
 from hoodie_sink.table.format.markers import CREATE, create_marker
@@ -31,6 +30,7 @@ from hoodie_sink.table.index.bloom import (
     MIN_KEY_FOOTER_KEY,
     BloomFilter,
 )
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.instant_guard import InstantGuard
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.properties import (
     K_BUCKET_HASH_FIELD,
@@ -36,6 +35,7 @@ from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.index.bucket import bucket_of_file_id, record_key_bucket_ids
 from hoodie_sink.table.index.registry import index_of
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.format.file_group import BaseFile, SliceFiles, write_token
@@ -21,6 +20,7 @@ from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.format.write_operation import WriteOperation
 from hoodie_sink.table.index.protocol import Index
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of

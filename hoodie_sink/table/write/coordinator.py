@@ -17,7 +17,6 @@ import time
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import (
     HoodieCommitError,
     HoodieCommitStateUnknown,
@@ -65,6 +64,7 @@ from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline,
 from hoodie_sink.table.format.write_operation import TABLE, WriteOperation
 from hoodie_sink.table.index.protocol import Index
 from hoodie_sink.table.index.registry import index_of
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.bucket_layout import settle_bucket_layout

@@ -33,10 +33,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hoodie_sink.config import FILESYSTEM_LOCK, WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieLockError
 from hoodie_sink.table.format.heartbeat import SINK_AUX_DIR
 from hoodie_sink.table.format.timeline.timeline import META_DIR
+from hoodie_sink.table.options.write_config import FILESYSTEM_LOCK, WriteConfig
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)

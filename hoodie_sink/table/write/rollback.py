@@ -15,7 +15,6 @@ import posixpath
 import time
 from collections.abc import Iterable
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
@@ -41,6 +40,7 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)

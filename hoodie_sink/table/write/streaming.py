@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError
 from hoodie_sink.table.format.markers import WORK_ROOT
 from hoodie_sink.table.format.properties import PROPERTIES_FILE
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline, commit_metadata
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.context import WriteContext

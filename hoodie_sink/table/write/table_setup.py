@@ -9,12 +9,6 @@ from __future__ import annotations
 
 import pyarrow.fs as pafs
 
-from hoodie_sink.config import (
-    DEFAULT_PAYLOAD,
-    OVERWRITE_WITH_LATEST_PAYLOAD,
-    SUPPORTED_PAYLOADS,
-    WriteConfig,
-)
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.format.keygen import KEYGEN_CLASSES, inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.markers import TEMP_DIR
@@ -35,6 +29,12 @@ from hoodie_sink.table.format.properties import (
 from hoodie_sink.table.format.timeline.timeline import META_DIR
 from hoodie_sink.table.format.write_operation import WriteOperation
 from hoodie_sink.table.index.registry import BUCKET, index_of
+from hoodie_sink.table.options.write_config import (
+    DEFAULT_PAYLOAD,
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    SUPPORTED_PAYLOADS,
+    WriteConfig,
+)
 from hoodie_sink.table.storage import Storage
 
 _EVENT_TIME_STRATEGY = EVENT_TIME_STRATEGY

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
 from hoodie_sink.table.format.list_elements import check_no_null_elements, has_lists
 from hoodie_sink.table.format.write_operation import APPEND, ASSIGNED
 from hoodie_sink.table.metrics import sum_task_phases
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.append_task import AppendTask
 from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask

@@ -12,7 +12,6 @@ import time
 import pyarrow as pa
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.heartbeat import (
     HEARTBEAT_DIR,
     Heartbeat,
@@ -21,6 +20,7 @@ from hoodie_sink.table.format.heartbeat import (
     is_alive,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.rollback import rollback_failed_writes

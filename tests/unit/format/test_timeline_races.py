@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.timeline.instant import COMMIT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import InstantTimeTaken, Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.rollback import rollback_failed_clustering, rollback_instant

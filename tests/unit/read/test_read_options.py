@@ -11,8 +11,8 @@ import pytest
 
 import hoodie_sink
 from hoodie_sink.errors import HoodieConfigError
-from hoodie_sink.read_config import ReadConfig
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.read_config import ReadConfig
 from hoodie_sink.table.storage import Storage
 from tests.support.tables import hudi_rs_read
 

@@ -138,8 +138,8 @@ def test_spark_reader_reads_one_snapshot_per_query_from_a_reused_plan(tmp_path, 
     """Spark 4.3 reuses a view's partitions() for every later query.  Each task resolves the snapshot
     of its own query (pinned to the query's creation time), the same in every task of the query."""
     from hoodie_sink.datasource import reader as spark_reader
-    from hoodie_sink.read_config import ReadConfig
     from hoodie_sink.table.client import scans
+    from hoodie_sink.table.options.read_config import ReadConfig
 
     path = str(tmp_path / "t")
     hoodie_sink.write(pa.table({"id": [1, 2], "city": ["sf", "la"], "v": [0, 0]}), path, OPTS)

@@ -43,7 +43,7 @@ def test_next_end_limits_caps_and_stops_before_a_pending_write(tmp_path):
 def test_a_pending_clustering_does_not_block(tmp_path):
     path = str(tmp_path / "t")
     writes(path, 3)
-    from hoodie_sink.config import WriteConfig
+    from hoodie_sink.table.options.write_config import WriteConfig
     from hoodie_sink.table.services import clustering
 
     storage = Storage(path)

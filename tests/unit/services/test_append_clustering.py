@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieKeyError, HoodieWriteConflictError
 from hoodie_sink.table.format.clustering_plan import file_groups_under_clustering, pending_clusterings
 from hoodie_sink.table.format.heartbeat import Heartbeat, heartbeat_path
 from hoodie_sink.table.format.replace_metadata import decode_requested_replace
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import Snapshot
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.services.row_order import _hilbert_transpose, _interleave, sort_indices

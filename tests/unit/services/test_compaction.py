@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.format.avro_container import decode_record
 from hoodie_sink.table.format.compaction_plan import decode_compaction_plan
@@ -20,6 +19,7 @@ from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.markers import CREATE, create_marker
 from hoodie_sink.table.format.timeline.instant import COMPACTION, COMPLETED, DELTA_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.storage import Storage

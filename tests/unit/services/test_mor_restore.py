@@ -24,7 +24,6 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.file_group import LogFile, log_file_name
@@ -33,6 +32,7 @@ from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata
 from hoodie_sink.table.format.savepoint_metadata import RESTORE, decode_restore_metadata
 from hoodie_sink.table.format.timeline.instant import COMPACTION, DELTA_COMMIT, ROLLBACK, Instant
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.services import savepoint as sp
 from hoodie_sink.table.storage import Storage

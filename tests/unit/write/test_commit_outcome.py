@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError, HoodieCommitStateUnknown
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator, write_path
 from hoodie_sink.table.write.context import TaskIdentity

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieKeyError
 from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
+from hoodie_sink.table.options.write_config import WriteConfig
 from tests.support.tables import assert_table_matches
 from tests.unit.test_options import snapshot
 

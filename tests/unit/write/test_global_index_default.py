@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
+from hoodie_sink.table.options.write_config import WriteConfig
 from tests.support.tables import hudi_rs_read
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64())])

@@ -13,8 +13,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitError
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write import coordinator, write_path
 from hoodie_sink.table.write.context import TaskIdentity
 from hoodie_sink.table.write.instant_guard import InstantGuard

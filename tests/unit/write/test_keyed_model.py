@@ -14,7 +14,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from hoodie_sink.config import WriteConfig
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write import coordinator, upsert_task, write_path
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.support.keyed_model import (

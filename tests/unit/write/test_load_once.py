@@ -15,10 +15,10 @@ from contextlib import contextmanager
 import pyarrow as pa
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table import client
 from hoodie_sink.table.format.timeline.instant import COMMIT, COMPLETED, INFLIGHT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import streaming
 from hoodie_sink.table.write.context import TaskIdentity

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieConfigError, HoodieLockError, HoodieWriteConflictError
 from hoodie_sink.table import client
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write.context import TaskIdentity
 from hoodie_sink.table.write.locking import FileSystemLock, HostLock, table_lock
 from tests.support.tables import all_write_stats, hudi_rs_read
@@ -194,7 +194,7 @@ def test_a_file_system_lock_without_atomic_create_is_refused_at_begin(tmp_path, 
 KILLED_WRITER = """
 import sys, time
 import pyarrow as pa
-from hoodie_sink.config import WriteConfig
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table import client
 from hoodie_sink.table.write.context import TaskIdentity
 path, opts = sys.argv[1], eval(sys.argv[2])

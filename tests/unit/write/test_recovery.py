@@ -16,7 +16,6 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table import client
 from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.heartbeat import heartbeat_path
@@ -24,6 +23,7 @@ from hoodie_sink.table.format.markers import WORK_ROOT, list_marked_files, marke
 from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata, decode_rollback_plan
 from hoodie_sink.table.format.timeline.instant import COMMIT, ROLLBACK, Instant
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage

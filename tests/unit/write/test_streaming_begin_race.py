@@ -14,9 +14,9 @@ import time
 import pyarrow as pa
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format.heartbeat import heartbeat_path
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator, streaming
 from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask

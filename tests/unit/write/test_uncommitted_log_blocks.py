@@ -17,10 +17,10 @@ import dataclasses
 import pyarrow as pa
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.properties import PROPERTIES_FILE
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator, write_path
 from hoodie_sink.table.write.context import TaskIdentity

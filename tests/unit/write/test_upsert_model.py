@@ -12,7 +12,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from hoodie_sink.config import WriteConfig
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write import coordinator, write_path
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.support.tables import assert_table_matches

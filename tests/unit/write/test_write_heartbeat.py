@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.config import WriteConfig
 from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table import client
 from hoodie_sink.table.format.heartbeat import Heartbeat, heartbeat_path, is_alive
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.context import TaskIdentity
 from tests.support.tables import assert_table_matches

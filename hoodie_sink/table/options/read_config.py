@@ -34,8 +34,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hoodie_sink.config import OPTIONS, is_write_option
 from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.options.write_config import OPTIONS, is_write_option
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 

@@ -287,7 +287,7 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
     precombine = rule.ordering_field
     if not sl.has_deletes and not ctx.index.bucketed:
         # with event-time ordering, the task already dropped the changes the stored record beats
-        # (upsert_task._without_stored_winners; the BUCKET index looks nothing up, so not there)
+        # (upsert/stored_records.without_stored_winners; the BUCKET index looks nothing up, so not there)
         return changes
     # A key deleted in the logs and written again: Java lets the new record win (natural order
     # after a delete), hudi-rs compares it with the delete's ordering value (0 when it has none),

@@ -13,6 +13,7 @@ import hoodie_sink
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.timeline.instant import COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.storage import Storage
@@ -66,7 +67,7 @@ def test_ours_compacts_an_emptied_slice_as_java_does_and_java_reads_it(java_hudi
     path = tmp_path / "ours"
     model = _history(lambda batch, op: hoodie_sink.write(pa.Table.from_pylist(batch, ARROW), str(path),
                                                          {**MOR, "hoodie.datasource.write.operation": op}))  # fmt: skip
-    (result,) = compaction.run(str(path), MOR)
+    (result,) = compaction.run(WriteConfig.from_options(MOR, path=str(path)))
 
     j_instant, j_stat, j_footer = _compacted(java_path)
     o_instant, o_stat, o_footer = _compacted(path)

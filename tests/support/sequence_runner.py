@@ -162,7 +162,7 @@ class SequenceRun:
         elif op == "compact":
             # with no write pending, every slice with logs is compacted: read_optimized is exact
             self.compacted = not ActiveTimeline.load(self.storage).pending(WRITE_ACTIONS)
-            compaction.run(self.path, self.options, wait_for_writes_s=0.0)
+            compaction.run(WriteConfig.from_options(self.options, path=self.path), wait_for_writes_s=0.0)
         elif op == "cluster":
             options = {**self.options, "hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)}
             if self.combo.index == "bucket":  # refused, as Hudi's simple bucket index does

@@ -271,7 +271,7 @@ class Table:
     ) -> list[compaction.CompactionResult]:
         """Finish pending compactions of this merge-on-read table, then schedule and execute one of
         every file slice with logs.  `runner` executes the operations (default: a thread pool)."""
-        return compaction.run(self.path, self.write_config(options), runner=runner,
+        return compaction.run(self.write_config(options), runner=runner,
                               wait_for_writes_s=wait_for_writes_s)  # fmt: skip
 
     def schedule_compaction(self, options: Mapping[str, str] | None = None) -> str | None:
@@ -283,7 +283,7 @@ class Table:
     ) -> clustering.ClusteringResult | None:
         """Resume a clustering whose runner is gone, or schedule and execute one; None when there
         is nothing to cluster.  `runner` executes the groups (default: a thread pool)."""
-        return clustering.run(self.path, self.write_config(options), runner=runner)
+        return clustering.run(self.write_config(options), runner=runner)
 
     def clean(self, options: Mapping[str, str] | None = None) -> CleanResult:
         return run_clean(self.storage, CleanConfig.of(self.write_config(options)))

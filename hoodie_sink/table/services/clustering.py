@@ -355,12 +355,9 @@ def _replaced_file_ids(groups: list[ClusteringGroup]) -> dict[str, list[str]]:
     return {p: sorted(ids) for p, ids in replaced.items()}
 
 
-def run(
-    path: str, options: dict[str, str] | WriteConfig, runner: GroupRunner | None = None
-) -> ClusteringResult | None:
+def run(cfg: WriteConfig, runner: GroupRunner | None = None) -> ClusteringResult | None:
     """Execute the oldest pending clustering whose runner is gone, or schedule and execute a
     new one.  None when there is nothing to cluster."""
-    cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
     storage = cfg.storage()
     # A replacecommit that Hudi's metadata table does not list would be invisible to Java readers.
     remove_metadata_table(storage)
@@ -411,7 +408,7 @@ def maybe_run_inline(cfg: WriteConfig) -> ClusteringResult | None:
     if commits_since_last_clustering(storage, Timeline.load(storage)) < max(1, clustering.max_commits):
         return None
     try:
-        return run(cfg.path, cfg)
+        return run(cfg)
     except Exception:
         # The write itself is committed; a failed clustering is rolled back to its plan by the
         # next writer or run (heartbeat expiry) and executed again at the next trigger.

@@ -60,7 +60,13 @@ from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, read_file_slice
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema, parquet_settings_of
+from hoodie_sink.table.storage_options import StorageOptions
+from hoodie_sink.table.write.base_file_writer import (
+    BaseFileWriter,
+    ParquetSettings,
+    file_schema,
+    parquet_settings_of,
+)
 from hoodie_sink.table.write.compaction_fence import SCHEDULING_LOCK
 from hoodie_sink.table.write.rollback import delete_files
 
@@ -95,26 +101,45 @@ def deltacommits_since_compaction(timeline: Timeline) -> tuple[int, str | None]:
     return len(deltas), start
 
 
-def compaction_due(cfg: WriteConfig, timeline: Timeline, now_ms: int | None = None) -> bool:
+@dataclass(frozen=True)
+class CompactionConfig:
+    """The compaction options, taken from the write options once (`CompactionConfig.of`)."""
+
+    storage_options: StorageOptions
+    settings: ParquetSettings  # how the compacted base files are written
+    trigger: str = "NUM_COMMITS"  # hoodie.compact.inline.trigger.strategy
+    max_delta_commits: int = 5
+    max_delta_seconds: int = 3600
+    merge_threads: int = 1
+    inline: bool = False
+
+    @staticmethod
+    def of(cfg: WriteConfig) -> CompactionConfig:
+        return CompactionConfig(cfg.storage_options, parquet_settings_of(cfg), cfg.compact_trigger,
+                                cfg.compact_max_delta_commits, cfg.compact_max_delta_seconds, cfg.merge_threads,
+                                cfg.compact_inline)  # fmt: skip
+
+
+def compaction_due(cfg: CompactionConfig, timeline: Timeline, now_ms: int | None = None) -> bool:
     """Java's triggers (ScheduleCompactionActionExecutor.needCompact)."""
     count, since = deltacommits_since_compaction(timeline)
-    if cfg.compact_trigger == "NUM_COMMITS_AFTER_LAST_REQUEST":
+    if cfg.trigger == "NUM_COMMITS_AFTER_LAST_REQUEST":
         requested = [i.timestamp for i in timeline.instants if i.action == COMPACTION]
         last = max(requested) if requested else None
         count = sum(1 for i in timeline.completed((DELTA_COMMIT,)) if last is None or i.timestamp > last)
-    by_count = count >= max(1, cfg.compact_max_delta_commits)
+    by_count = count >= max(1, cfg.max_delta_commits)
     elapsed_s = 0.0
     if since is not None:
         now = now_ms if now_ms is not None else int(time.time() * 1000)
         elapsed_s = (now - parse_instant(since).timestamp() * 1000) / 1000
-    by_time = count > 0 and elapsed_s >= cfg.compact_max_delta_seconds
+    by_time = count > 0 and elapsed_s >= cfg.max_delta_seconds
     return {
         "NUM_COMMITS": by_count,
         "NUM_COMMITS_AFTER_LAST_REQUEST": by_count,
         "TIME_ELAPSED": by_time,
         "NUM_OR_TIME": by_count or by_time,
         "NUM_AND_TIME": by_count and by_time,
-    }[cfg.compact_trigger]
+    }[cfg.trigger]
 
 
 def plan_operations(view: FileSystemView, excluded: set[tuple[str, str]]) -> list[CompactionOperation]:
@@ -154,7 +179,7 @@ def schedule(
     slices (write/compaction_fence.py)."""
     _check_merge_on_read(storage)
     timeline = Timeline.load(storage)
-    if not force and not compaction_due(cfg, timeline):
+    if not force and not compaction_due(CompactionConfig.of(cfg), timeline):
         return None
     deadline = time.monotonic() + wait_for_writes_s
     while True:
@@ -210,7 +235,8 @@ class CompactionJob:
     path: str
     instant: str
     avro_schema: str  # the table schema without meta fields
-    config: WriteConfig
+    storage_options: StorageOptions
+    settings: ParquetSettings
     rule: MergeRule
 
     @property
@@ -225,7 +251,7 @@ def compact_operation(
     job: CompactionJob, index: int, op: CompactionOperation, token: str
 ) -> WriteStat | None:
     """Merge one file slice into a base file of the compaction instant."""
-    storage = Storage(job.path, job.config.storage_options)
+    storage = Storage(job.path, job.storage_options)
     schema = file_schema(storage_schema(avro_to_arrow(json.loads(job.avro_schema))))
     timeline = Timeline.load(storage)
 
@@ -239,7 +265,7 @@ def compact_operation(
     # has no logs left to plan again (docs/hudi/compaction-of-empty-slices.md).
     writer = BaseFileWriter(
         storage, op.partition_path, op.file_id, token, job.instant, index,
-        schema, job.avro_with_meta, parquet_settings_of(job.config), prev_commit=op.base_instant,
+        schema, job.avro_with_meta, job.settings, prev_commit=op.base_instant,
     )  # fmt: skip
     keys = rows.column(META_COLUMNS[2]).combine_chunks()
     data = rows.drop_columns(list(META_COLUMNS))
@@ -299,8 +325,10 @@ def execute(
     avro = latest_schema(storage, timeline, table)
     if avro is None:
         raise HoodieTableError(f"The table at {storage.base_uri} has no schema to compact with.")
-    job = CompactionJob(storage.base_uri, instant, avro, cfg, MergeRule.of_table(table))
-    runner = runner or local_runner(cfg.merge_threads)
+    compaction = CompactionConfig.of(cfg)
+    job = CompactionJob(storage.base_uri, instant, avro, compaction.storage_options, compaction.settings,
+                        MergeRule.of_table(table))  # fmt: skip
+    runner = runner or local_runner(compaction.merge_threads)
     stats = [s for s in runner(job, ops) if s is not None]
     reported = {s.path for s in stats}
     orphans = [p for p, _ in list_marked_files(storage, instant) if p not in reported]
@@ -334,12 +362,13 @@ def _slice_of(op: CompactionOperation) -> FileSlice:
 
 
 def run(
-    path: str, options: dict[str, str] | WriteConfig, force: bool = True, runner: OperationRunner | None = None,
+    cfg: WriteConfig,
+    force: bool = True,
+    runner: OperationRunner | None = None,
     wait_for_writes_s: float = 0.0,
-) -> list[CompactionResult]:  # fmt: skip
+) -> list[CompactionResult]:
     """Finish pending compactions, then schedule one (if due, or with `force` whenever there are
     logs) and execute it.  One runner per table at a time (a lock renewed while it works)."""
-    cfg = options if isinstance(options, WriteConfig) else WriteConfig.from_options(options, path=path)
     storage = cfg.storage()
     _check_merge_on_read(storage)
     with service_lock(storage, "compaction", "compact"):
@@ -353,12 +382,12 @@ def run(
 
 def maybe_run_inline(cfg: WriteConfig) -> list[CompactionResult]:
     """After a commit on a merge-on-read table: compact when due (hoodie.compact.inline)."""
-    if not cfg.compact_inline:
+    if not CompactionConfig.of(cfg).inline:
         return []
     storage = cfg.storage()
     if read_table_config(storage).table_type != MERGE_ON_READ:
         return []
-    return run(cfg.path, cfg, force=False)
+    return run(cfg, force=False)
 
 
 def maybe_schedule(cfg: WriteConfig) -> str | None:

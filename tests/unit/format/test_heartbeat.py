@@ -81,7 +81,9 @@ def test_takeover_and_schedule_lock_leave_no_names_in_the_heartbeat_folder(tmp_p
     instant = clustering.schedule(storage, WriteConfig.from_options({**OPTS, **CLUSTER}, path=path))
     assert instant is not None
     _java_beat(storage, instant, age_s=1000)  # its runner died long ago
-    result = clustering.run(path, {**OPTS, **CLUSTER})  # takes the dead run over
+    result = clustering.run(
+        WriteConfig.from_options({**OPTS, **CLUSTER}, path=path)
+    )  # takes the dead run over
     assert result is not None and result.instant == instant
     assert storage.list_names(HEARTBEAT_DIR) == []
 

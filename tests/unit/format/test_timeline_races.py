@@ -65,7 +65,7 @@ def test_a_completed_clustering_is_never_rolled_back_to_its_plan(tmp_path):
     path = str(tmp_path / "t")
     expected = _appended(path, 3)
     opts = {**OPTS, **CLUSTER}
-    result = clustering.run(path, opts)
+    result = clustering.run(WriteConfig.from_options(opts, path=path))
     assert result is not None
     storage = Storage(path)
     cfg = WriteConfig.from_options(opts, path=path)

@@ -191,7 +191,7 @@ def test_failed_clustering_is_rolled_back_and_rerun(tmp_path):
         raise RuntimeError("runner died")
 
     with pytest.raises(RuntimeError, match="runner died"):
-        clustering.run(str(path), opts, runner=crash)
+        clustering.run(WriteConfig.from_options(opts, path=str(path)), runner=crash)
     assert_table_matches(path, expected)  # half-written clustering invisible
     storage = Storage(str(path))
     pending = Timeline.load(storage).pending()
@@ -204,7 +204,9 @@ def test_failed_clustering_is_rolled_back_and_rerun(tmp_path):
     expected += trips(5, start=5000).to_pylist()
     assert Timeline.load(storage).pending() == pending
     storage.delete(heartbeat_path(pending[0].timestamp))  # the runner is gone for good
-    result = clustering.run(str(path), opts)  # rolls the failed run back to its plan, reruns it
+    result = clustering.run(
+        WriteConfig.from_options(opts, path=str(path))
+    )  # rolls the failed run back to its plan, reruns it
     assert result.instant == pending[0].timestamp
     assert_table_matches(path, expected)
     assert len(_files(path)) == 3 + 3  # the clustered files, and the later append's
@@ -296,7 +298,8 @@ def test_a_dead_clustering_is_taken_over_by_one_runner(tmp_path):
     expected = _appended_table(path, commits=4)
     opts = {**OPTS, **CLUSTER, "hoodie.client.heartbeat.interval_in_ms": "100"}
     storage = Storage(str(path))
-    instant = clustering.schedule(storage, WriteConfig.from_options(opts, path=str(path)))
+    write_config = WriteConfig.from_options(opts, path=str(path))
+    instant = clustering.schedule(storage, write_config)
     time.sleep(0.5)  # the scheduler died before executing: its heartbeat (0.1 s x 3) expires
     executed = []
 
@@ -306,7 +309,7 @@ def test_a_dead_clustering_is_taken_over_by_one_runner(tmp_path):
         return clustering.local_runner(1)(job, groups)
 
     results = []
-    threads = [threading.Thread(target=lambda: results.append(clustering.run(str(path), opts, runner=slow_runner)))
+    threads = [threading.Thread(target=lambda: results.append(clustering.run(write_config, runner=slow_runner)))
                for _ in range(3)]  # fmt: skip
     for t in threads:
         t.start()

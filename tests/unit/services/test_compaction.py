@@ -5,6 +5,7 @@ and our reader and compared with what was written."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -136,7 +137,7 @@ def test_a_dead_compaction_is_executed_again(tmp_path):
     half = f"{op.partition_path}/{op.file_id}_0-999998-7_{c}.parquet"
     create_marker(storage, c, op.partition_path, half.rsplit("/", 1)[1], CREATE)
     storage.write_atomic(half, b"PAR1 not a parquet file")
-    (result,) = compaction.run(t.path, t.config, force=False)
+    (result,) = compaction.run(t.config, force=False)
     assert result.instant == c and result.file_groups == 2
     assert not storage.exists(half)
     t.check()
@@ -152,7 +153,9 @@ def test_deletes_and_compaction_of_an_emptied_file_group(tmp_path):
 
 
 def test_triggers():
-    cfg = WriteConfig.from_options({**OPTS, "hoodie.compact.inline.max.delta.commits": "2"}, path="/x")
+    cfg = compaction.CompactionConfig.of(
+        WriteConfig.from_options({**OPTS, "hoodie.compact.inline.max.delta.commits": "2"}, path="/x")
+    )
     deltas = [Instant(f"2026010100000{i}000", DELTA_COMMIT, COMPLETED) for i in range(3)]
 
     def timeline(*instants):
@@ -168,11 +171,11 @@ def test_triggers():
     assert compaction.compaction_due(
         cfg, timeline(*deltas, Instant("20260101000003000", DELTA_COMMIT, COMPLETED), *done)
     )
-    timed = cfg.with_(compact_trigger="TIME_ELAPSED", compact_max_delta_seconds=60)
+    timed = replace(cfg, trigger="TIME_ELAPSED", max_delta_seconds=60)
     t0 = 1767225600000  # 2026-01-01T00:00:00Z
     assert not compaction.compaction_due(timed, timeline(deltas[0]), now_ms=t0 + 30_000)
     assert compaction.compaction_due(timed, timeline(deltas[0]), now_ms=t0 + 61_000)
-    both = cfg.with_(compact_trigger="NUM_AND_TIME", compact_max_delta_seconds=60)
+    both = replace(cfg, trigger="NUM_AND_TIME", max_delta_seconds=60)
     assert not compaction.compaction_due(both, timeline(*deltas[:2]), now_ms=t0 + 30_000)
     assert compaction.compaction_due(both, timeline(*deltas[:2]), now_ms=t0 + 61_000)
 

@@ -15,6 +15,7 @@ from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.timeline.instant import COMMIT, COMPACTION
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.index.key_index import read_footer
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.services import compaction
 from hoodie_sink.table.storage import Storage
@@ -59,7 +60,7 @@ def test_compaction_of_a_slice_whose_records_were_all_deleted(tmp_path):
     write(path, [1], 2, "delete")
     storage = Storage(path)
     (old,) = FileSystemView.load(storage).file_groups()
-    (result,) = compaction.run(path, OPTS)
+    (result,) = compaction.run(WriteConfig.from_options(OPTS, path=path))
 
     theirs, ours = read_both(path)  # the snapshot: hudi-rs and ours agree
     assert ours.num_rows == 0 and theirs.num_rows == 0
@@ -88,7 +89,7 @@ def test_compaction_of_a_slice_whose_records_were_all_deleted(tmp_path):
     assert result.file_groups == 1 and result.rows == 0
 
     # nothing left to compact: a second run plans nothing
-    assert compaction.run(path, OPTS) == []
+    assert compaction.run(WriteConfig.from_options(OPTS, path=path)) == []
     assert compaction_instants(path) == [result.instant]
 
 
@@ -102,7 +103,7 @@ def test_the_emptied_file_group_takes_new_writes_and_its_old_slice_is_cleaned(tm
     (old,) = FileSystemView.load(storage).file_groups()
     old_base = old.latest_slice.base_file.path
     write(path, [1, 2], 2, "delete", **opts)
-    (result,) = compaction.run(path, opts)
+    (result,) = compaction.run(WriteConfig.from_options(opts, path=path))
     write(path, [3], 3, **opts)
     write(path, [3], 4, **opts)  # its clean removes what the two after the compaction superseded
     assert not storage.exists(old_base)

@@ -145,7 +145,7 @@ def test_a_plan_waits_for_a_write_in_flight(tmp_path, monkeypatch):
     t.write(range(0, 40, 2), 3)
     assert outcome == [None]
     assert not [i for i in Timeline.load(Storage(t.path)).instants if i.action == COMPACTION]
-    (result,) = compaction.run(t.path, t.config)
+    (result,) = compaction.run(t.config)
     assert result.file_groups > 0
     t.check()
 
@@ -165,11 +165,12 @@ def test_a_write_waits_only_for_a_live_scheduler(tmp_path):
 
 _COMPACTOR = """
 import json, os, sys
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import compaction
 path, options, work = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 runs = 0
 while not os.path.exists(os.path.join(work, "stop")) and runs < 500:
-    compaction.run(path, options, force=True)
+    compaction.run(WriteConfig.from_options(options, path=path), force=True)
     runs += 1
     with open(os.path.join(work, "runs.tmp"), "w") as f:
         f.write(str(runs))
@@ -214,7 +215,7 @@ def test_a_compactor_process_beside_a_writer(tmp_path):
         (work / "stop").touch()
         assert compactor.wait(120) == 0
     assert _ours(t) == _model(t)
-    compaction.run(t.path, t.config)  # whatever the compactor left pending, then the rest
+    compaction.run(t.config)  # whatever the compactor left pending, then the rest
     assert len(_completed(t.path, COMMIT)) >= 4
     assert _ours(t) == _model(t)
     t.check()

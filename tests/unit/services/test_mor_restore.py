@@ -272,7 +272,7 @@ def test_restore_undoes_the_compactions_after_the_savepoint(tmp_path, state):
     # the table carries on: writes, then a compaction of its own, then writes again
     t.write([0, 6], 5)
     t.check()
-    [done] = compaction.run(t.path, cfg)
+    [done] = compaction.run(cfg)
     assert done.instant > savepoint and done.file_groups
     t.check()
     t.write([1, 7], 6)

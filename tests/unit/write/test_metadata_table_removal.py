@@ -11,6 +11,7 @@ import pytest
 import hoodie_sink
 from hoodie_sink.table.format.metadata_table import METADATA_TABLE_DIR
 from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_properties
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
@@ -88,5 +89,5 @@ def test_clustering_removes_the_metadata_table(tmp_path):
         hoodie_sink.write(_rows(5, start=10 * i), path, OPTS)
     storage = Storage(path)
     _as_if_java_built_it(storage)
-    assert clustering.run(path, {**OPTS, **CLUSTER}) is not None
+    assert clustering.run(WriteConfig.from_options({**OPTS, **CLUSTER}, path=path)) is not None
     _assert_removed(storage)

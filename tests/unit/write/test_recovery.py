@@ -290,11 +290,13 @@ def test_rollback_of_a_failed_clustering_publishes_a_rollback_instant_and_keeps_
         raise RuntimeError("runner died")
 
     with pytest.raises(RuntimeError, match="runner died"):
-        clustering.run(str(path), opts, runner=crash)
+        clustering.run(WriteConfig.from_options(opts, path=str(path)), runner=crash)
     storage = Storage(str(path))
     failed = Timeline.load(storage).pending()[0]
     storage.delete(heartbeat_path(failed.timestamp))
-    result = clustering.run(str(path), opts)  # rolls the failed run back to its plan, reruns it
+    result = clustering.run(
+        WriteConfig.from_options(opts, path=str(path))
+    )  # rolls the failed run back to its plan, reruns it
     assert result.instant == failed.timestamp
     done = [i for i in rollback_instants(storage) if i.is_completed]
     assert len(done) == 1

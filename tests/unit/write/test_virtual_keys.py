@@ -16,6 +16,7 @@ from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
 from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.index.key_index import KeyIndex, clear_caches
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import Snapshot
 from hoodie_sink.table.services.clustering import run as run_clustering
 from hoodie_sink.table.storage import Storage
@@ -151,7 +152,11 @@ def test_clustering_keeps_virtual_keys(tmp_path):
     for i in range(3):
         hoodie_sink.write(rows([f"k{i}"], ["sf"], [i]), str(path), small)
     assert len(base_files(path)) == 3
-    result = run_clustering(str(path), {**OPTS, "hoodie.clustering.plan.strategy.sort.columns": "id"})
+    result = run_clustering(
+        WriteConfig.from_options(
+            {**OPTS, "hoodie.clustering.plan.strategy.sort.columns": "id"}, path=str(path)
+        )
+    )
     assert result is not None
     assert len(base_files(path)) == 1
     assert_java_layout(path)

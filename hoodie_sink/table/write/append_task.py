@@ -30,7 +30,6 @@ from hoodie_sink.table.write.context import (
     TaskResult,
     WriteContext,
     keygen_for,
-    parquet_settings,
     select_data,
 )
 from hoodie_sink.table.write.instant_guard import InstantGuard
@@ -49,7 +48,7 @@ class AppendTask:
         self.cfg = ctx.config
         self.keyless = not self.cfg.record_key_fields
         self.keygen = keygen_for(ctx)
-        self.settings = parquet_settings(ctx)
+        self.settings = ctx.plan.parquet
         self.schema = file_schema(ctx.data_schema)
         self.storage = ctx.storage
         self.guard = InstantGuard(self.storage, ctx.instant, ctx.action)

@@ -48,26 +48,26 @@ class BucketAssigner:
         cfg = ctx.config
         self.ctx = ctx
         self.try_claim = try_claim
-        self.index = ctx.index
-        self.moves_partitions = ctx.index.moves_partitions(cfg.update_partition_path)
+        self.index = ctx.plan.index
+        self.moves_partitions = ctx.plan.index.moves_partitions(cfg.update_partition_path)
         self.small: dict[str, list[tuple[str, int]]] = {}  # partition -> [(file id, capacity)]
         clustering = ctx.clustering_file_groups
+        sizing = ctx.plan.sizing
         # merge-on-read: only a latest slice without log files packs inserts (Java's rule: its
         # base file is rewritten with them, which must not orphan logs)
-        slices = ctx.slices_by_id if ctx.merge_on_read else None
+        slices = ctx.slices_by_id if ctx.plan.merge_on_read else None
         for bf in sorted(ctx.base_files, key=lambda b: b.size):
             if (bf.partition_path, bf.file_id) in clustering:
                 continue  # being rewritten by a pending clustering: inserts go elsewhere
             if slices is not None and ((sl := slices.get(bf.file_id)) is None or sl.has_logs
                                        or sl.base_name != bf.name):  # fmt: skip
                 continue
-            if 0 < bf.size < cfg.small_file_limit:
-                room = (cfg.max_file_size - bf.size) // max(ctx.avg_record_size, 1)
-                taken = len(self.small.get(bf.partition_path, []))
-                # merge-on-read: the smallest N only (hoodie.merge.small.file.group.candidates.limit,
-                # Java's default 1), so that the other file groups take their updates as logs
-                if room > 0 and (slices is None or taken < cfg.small_file_candidates_limit):
-                    self.small.setdefault(bf.partition_path, []).append((bf.file_id, int(room)))
+            room = sizing.room(bf.size)
+            taken = len(self.small.get(bf.partition_path, []))
+            # merge-on-read: the smallest N only (hoodie.merge.small.file.group.candidates.limit,
+            # Java's default 1), so that the other file groups take their updates as logs
+            if room > 0 and (slices is None or taken < sizing.small_file_candidates_limit):
+                self.small.setdefault(bf.partition_path, []).append((bf.file_id, int(room)))
         self.buckets_by_partition: dict[str, dict[int, str]] = {}
         if self.index.bucketed:
             for bf in ctx.base_files:
@@ -148,7 +148,7 @@ class BucketAssigner:
         stays = pc.invert(movers)
         rows, row_fids, row_locs = existing.filter(movers), fid_col.filter(movers), locs.filter(movers)
         if stored_ordering is not None:
-            precombine = self.ctx.merge_rule.ordering_field
+            precombine = self.ctx.plan.merge_rule.ordering_field
             stored = stored_ordering(rows, row_fids)  # the least of a key's copies in the file group
             # ties go to the incoming record, as in merge_file_group
             beats = pa.array(~MergeRule.strictly_greater(stored, rows.column(precombine)))

@@ -29,7 +29,6 @@ from hoodie_sink.table.write.context import (
     TaskResult,
     WriteContext,
     keygen_for,
-    parquet_settings,
     select_data,
 )
 from hoodie_sink.table.write.instant_guard import InstantGuard
@@ -42,9 +41,9 @@ class BulkInsertTask:
         self.ctx = ctx
         self.task = task
         self.keygen = keygen_for(ctx)
-        self.settings = parquet_settings(ctx)
+        self.settings = ctx.plan.parquet
         self.schema = file_schema(ctx.data_schema)
-        self.sort_by_key = ctx.operation.sorts_by_key
+        self.sort_by_key = ctx.plan.operation.sorts_by_key
         self._prefix = new_file_id_prefix()
         self._next_file = 0
         self._buffer: list[tuple[pa.RecordBatch, pa.Array, pa.Array]] = []

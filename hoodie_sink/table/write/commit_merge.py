@@ -35,7 +35,7 @@ from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.index.key_index import cached_bloom
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, file_schema
-from hoodie_sink.table.write.context import WriteContext, parquet_settings, stored_keygen
+from hoodie_sink.table.write.context import WriteContext, stored_keygen
 from hoodie_sink.table.write.log_writer import (
     LogWrite,
     current_rows,
@@ -128,7 +128,7 @@ def _log_fixups(
 ) -> list[tuple[str, str]]:
     """Merge-on-read: the contended file groups settled by one more log file (those whose base
     file nobody rewrites: no task packed inserts into it)."""
-    if not ctx.merge_on_read:
+    if not ctx.plan.merge_on_read:
         return []
     slices = ctx.slices_by_id
     rewritten = {st.file_id for r in results for st in getattr(r, "staged", []) + getattr(r, "owned", [])
@@ -149,8 +149,8 @@ def _run_log_fixups(
     logs in order then sees exactly the winners: a later record of a key replaces an earlier one
     when it is at least as high in the ordering, which a winner is."""
     slices = ctx.slices_by_id
-    rule = ctx.merge_rule
-    per_partition = not ctx.index.is_global
+    rule = ctx.plan.merge_rule
+    per_partition = not ctx.plan.index.is_global
     versions: dict[str, int] = {}
     for s in stats:
         if "logVersion" in s.extra:
@@ -196,7 +196,7 @@ def _rewrite(
     of keys inserted twice are dropped."""
     storage = ctx.storage
     schema = file_schema(ctx.data_schema)
-    rule = ctx.merge_rule
+    rule = ctx.plan.merge_rule
     missing = 0
     if staged:
         tables = []
@@ -205,7 +205,7 @@ def _rewrite(
                 tables.append(pq.read_table(f))
         base = current_rows(ctx, fid, old_bf, schema)
         prev = old_bf.instant if old_bf else NULL_COMMIT
-        per_partition = not ctx.index.is_global
+        per_partition = not ctx.plan.index.is_global
         all_changes = pa.concat_tables(tables, promote_options="permissive")
         reduced = reduce_changes(all_changes, rule, per_partition)
         del all_changes
@@ -240,7 +240,7 @@ def _rewrite(
         counts = (counts[0], counts[1] - len(losers), counts[2])
     writer = BaseFileWriter(
         storage, part, fid, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i, schema, ctx.avro_with_meta,
-        parquet_settings(ctx), prev_commit=prev, io_type=MERGE, seed_bloom=seed,
+        ctx.plan.parquet, prev_commit=prev, io_type=MERGE, seed_bloom=seed,
     )  # fmt: skip
     stat = writer.write_all(data, keys, times, seqnos, num_updates=counts[0], bloom_keys=new_keys)
     stat.num_update_writes, stat.num_inserts, stat.num_deletes = counts[0], max(counts[1], 0), counts[2]
@@ -271,7 +271,7 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
     paths = [st.path for r in results for st in getattr(r, "staged", []) + getattr(r, "owned", [])
              if st.file_id in sources]  # fmt: skip
     paths += [p for r in results for p in getattr(r, "moved_change_logs", [])]
-    rule = ctx.merge_rule
+    rule = ctx.plan.merge_rule
     changes = _read_all(ctx, paths, [c for c in (KEY, PART, ORDER, KIND, rule.ordering_field) if c])
     moved = pc.unique(_read_all(ctx, moved_logs).column(KEY))
     changes = changes.filter(pc.is_in(changes.column(KEY), value_set=moved))
@@ -292,13 +292,13 @@ def _move_losers(ctx: WriteContext, results: list, inserted: pa.Table) -> dict[t
 def _duplicate_insert_losers(ctx: WriteContext, keys: pa.Table) -> dict[tuple[str, str], set[str]]:
     """(partition, file id) -> keys to drop: the losing copies of keys that this write inserted
     more than once (several tasks or flushes), or inserted and deleted in different tasks."""
-    scope = ctx.index.identity(KEY, PART)
+    scope = ctx.plan.index.identity(KEY, PART)
     counts = keys.group_by(scope).aggregate([(KEY, "count")])
     dups = counts.filter(pc.greater(counts.column(f"{KEY}_count"), 1))
     if dups.num_rows == 0:
         return {}
     cand = keys.join(dups.select(scope), keys=scope, join_type="inner")
-    rule = ctx.merge_rule
+    rule = ctx.plan.merge_rule
     if rule.ordering_field not in cand.column_names:
         rule = MergeRule()
     cand = cand.take(pc.sort_indices(cand, sort_keys=rule.ranking(scope, ORDER)))

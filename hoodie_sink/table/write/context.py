@@ -1,7 +1,8 @@
 """What a write's tasks and its commit share: the write context, task identities and results.
 
-`begin` (coordinator.py) builds one WriteContext on the driver; it travels to every task by
-pickling.  Tasks return TaskResults, the commit messages the coordinator completes from.
+`begin` (coordinator.py) builds one WriteContext on the driver, with the write's plan (plan.py);
+it travels to every task by pickling.  Tasks return TaskResults, the commit messages the
+coordinator completes from.
 """
 
 from __future__ import annotations
@@ -11,19 +12,15 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
-from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
+from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.format.file_group import BaseFile, SliceFiles, write_token
-from hoodie_sink.table.format.keygen import KeyGenConfig, KeyGenerator
-from hoodie_sink.table.format.merge_rule import MergeRule
-from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
+from hoodie_sink.table.format.keygen import KeyGenerator
 from hoodie_sink.table.format.schema import cast_to_storage
-from hoodie_sink.table.format.write_operation import WriteOperation
-from hoodie_sink.table.index.protocol import Index
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write.base_file_writer import ParquetSettings, parquet_settings_of
+from hoodie_sink.table.write.plan import WritePlan
 
 
 @dataclass(frozen=True)
@@ -31,9 +28,7 @@ class WriteContext:
     """What every task and the commit need to know about one write.  Picklable."""
 
     config: WriteConfig
-    operation: WriteOperation  # config.operation, resolved once at begin
-    index: Index  # config.index_type, resolved once at begin
-    table: TableConfig
+    plan: WritePlan  # the write's decisions, made once at begin
     instant: str
     action: str
     avro_schema: str  # table schema without meta fields (commit extraMetadata.schema)
@@ -43,7 +38,6 @@ class WriteContext:
     started_at: float = field(default_factory=time.time)
     # keyed operations (upsert, delete): the file groups as of the start of the write
     base_files: tuple[BaseFile, ...] = ()
-    avg_record_size: int = 1024
     # (partition, file id) -> instant of the pending clustering that will replace it
     clustering: tuple[tuple[tuple[str, str], str], ...] = ()
     # merge-on-read keyed writes: the latest file slice of every file group (where logs go), and
@@ -57,26 +51,12 @@ class WriteContext:
     pending_at_begin: tuple[str, ...] = ()
 
     @property
-    def merge_on_read(self) -> bool:
-        return self.table.table_type == MERGE_ON_READ
-
-    @property
-    def merge_rule(self) -> MergeRule:
-        """How the write's records merge, among themselves and with the stored ones."""
-        cfg = self.config
-        return MergeRule.of_write(cfg.precombine_field, cfg.commit_time_ordering, self.operation.deletes)
-
-    @property
     def slices_by_id(self) -> dict[str, SliceFiles]:
         return {s.file_id: s for s in self.log_slices}
 
     @property
     def clustering_file_groups(self) -> dict[tuple[str, str], str]:
         return dict(self.clustering)
-
-    @property
-    def operation_type(self) -> str:
-        return self.operation.operation_type
 
     @property
     def storage(self) -> Storage:
@@ -110,7 +90,7 @@ class TaskResult:
 
 
 def keygen_for(ctx: WriteContext) -> KeyGenerator:
-    return KeyGenerator(keygen_config_of(ctx.config))
+    return KeyGenerator(ctx.plan.keygen)
 
 
 def stored_keygen(ctx: WriteContext) -> KeyGenerator | None:
@@ -119,40 +99,7 @@ def stored_keygen(ctx: WriteContext) -> KeyGenerator | None:
     if ctx.config.populate_meta_fields:
         return None
     # stored rows are what they are: their keys are derived as Java derives them, ambiguous or not
-    return KeyGenerator(replace(keygen_config_of(ctx.config), allow_ambiguous_keys=True))
-
-
-def keygen_config_of(cfg: WriteConfig) -> KeyGenConfig:
-    """The key generator of a write (options resolved against the table); raises
-    HoodieConfigError for options that no key generator can run with."""
-    kind = cfg.resolved_keygen
-    if kind == "TIMESTAMP":
-        # Java's TimestampBasedAvroKeyGenerator requires both (KeyGenUtils.checkRequiredProperties)
-        for option, value in (("hoodie.keygen.timebased.timestamp.type", cfg.ts_type),
-                              ("hoodie.keygen.timebased.output.dateformat", cfg.ts_output_format)):  # fmt: skip
-            if not value:
-                raise HoodieConfigError(
-                    f"Key generator TIMESTAMP needs option '{option}' (the table at {cfg.path} does not "
-                    f"record it either). Help: set it, e.g. timestamp.type=EPOCHMILLISECONDS and "
-                    f"output.dateformat=yyyy/MM/dd."
-                )
-    return KeyGenConfig(
-        keygen_type=kind,
-        record_key_fields=cfg.record_key_fields,
-        partition_fields=cfg.partition_fields if kind != "NON_PARTITION" else (),
-        hive_style=cfg.hive_style,
-        url_encode=cfg.url_encode,
-        timestamp_type=cfg.ts_type,
-        input_date_format=cfg.ts_input_format,
-        output_date_format=cfg.ts_output_format or "yyyy-MM-dd",
-        timezone=cfg.ts_timezone or "UTC",
-        keyless=not cfg.record_key_fields,
-        allow_ambiguous_keys=cfg.allow_ambiguous_complex_keys,
-    )
-
-
-def parquet_settings(ctx: WriteContext) -> ParquetSettings:
-    return parquet_settings_of(ctx.config)
+    return KeyGenerator(replace(ctx.plan.keygen, allow_ambiguous_keys=True))
 
 
 def select_data(batch: pa.RecordBatch, schema: pa.Schema, fill_missing: bool = False) -> pa.RecordBatch:

@@ -70,9 +70,10 @@ from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
 from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_scheduled
 from hoodie_sink.table.write.conflicts import check_clustering_conflicts, check_concurrent_writes
-from hoodie_sink.table.write.context import WriteContext, keygen_config_of
+from hoodie_sink.table.write.context import WriteContext
 from hoodie_sink.table.write.locking import check_table_lock, table_lock
 from hoodie_sink.table.write.metadata_table import remove_metadata_table
+from hoodie_sink.table.write.plan import WritePlan, keygen_config_of
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes, rollback_instant
 from hoodie_sink.table.write.table_setup import (
     check_not_foreign,
@@ -119,14 +120,11 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
     )
     ctx = WriteContext(
         config=cfg,
-        operation=op,
-        index=index,
+        plan=WritePlan.of(cfg, op, index, table, avg_size),
         base_files=base_files,
-        avg_record_size=avg_size,
         clustering=clustering,
         log_slices=log_slices,
         log_blocks=CommittedInstants(Timeline(timeline.instants), before=instant) if log_slices else None,
-        table=table,
         instant=instant,
         action=action,
         avro_schema=json.dumps(incoming, separators=(",", ":")),
@@ -135,7 +133,7 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
         created_table=not exists,
         **(_planned_on(timeline) if cfg.occ else {}),
     )
-    log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, ctx.operation_type)
+    log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, ctx.plan.operation.operation_type)
     return ctx
 
 
@@ -374,13 +372,13 @@ def _complete(
         delete_files(storage, orphans)
 
     replaced = None
-    if ctx.operation.overwrites:
+    if ctx.plan.operation.overwrites:
         replaced = _replaced_file_ids(storage, ctx, stats)
     extra = {SCHEMA_KEY: ctx.avro_schema}
     extra.update(dict(ctx.config.commit_extra))
     extra.update(extra_metadata or {})
     md = CommitMetadata(
-        operation_type=ctx.operation_type,
+        operation_type=ctx.plan.operation.operation_type,
         write_stats=stats,
         extra_metadata=extra,
         partition_to_replace_file_ids=replaced,
@@ -402,7 +400,7 @@ def _replaced_file_ids(storage: Storage, ctx: WriteContext, stats: list[WriteSta
     written = {s.partition_path for s in stats}
     new_ids = {(s.partition_path, s.file_id) for s in stats}
     view = FileSystemView.load(storage)
-    if ctx.operation.overwrites == TABLE:
+    if ctx.plan.operation.overwrites == TABLE:
         groups = view.file_groups()
     else:
         groups = view.file_groups(partition_filter=lambda p: p in written)

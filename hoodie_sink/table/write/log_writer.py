@@ -255,7 +255,7 @@ def rewritten_slices(ctx: WriteContext) -> set[str]:
     (docs/hudi/services.md#merge-semantics): the one table state both read alike is a single log
     record per key."""
     cfg = ctx.config
-    if not (ctx.merge_on_read and cfg.precombine_field and cfg.commit_time_ordering):
+    if not (ctx.plan.merge_on_read and cfg.precombine_field and cfg.commit_time_ordering):
         return set()
     return {s.file_id for s in ctx.log_slices if s.has_logs}
 
@@ -264,9 +264,9 @@ def current_rows(ctx: WriteContext, fid: str, base: BaseFile | None, schema: pa.
     """The stored rows of a file group a write rewrites: its base file, merged with the logs of its
     slice in a merge-on-read table."""
     storage = ctx.storage
-    sl = ctx.slices_by_id.get(fid) if ctx.merge_on_read else None
+    sl = ctx.slices_by_id.get(fid) if ctx.plan.merge_on_read else None
     if sl is not None and sl.has_logs:
-        return read_current_slice(storage, sl, schema, MergeRule.of_table(ctx.table), log_blocks(ctx))
+        return read_current_slice(storage, sl, schema, MergeRule.of_table(ctx.plan.table), log_blocks(ctx))
     if base is None:
         return None
     return with_record_keys(read_base_file(storage, base.path, schema), stored_keygen(ctx))
@@ -279,13 +279,16 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
     With event-time ordering a change that the stored record beats is dropped, as a copy-on-write
     merge would drop it.  Rewrites: under a global index, any delete; a key deleted in the logs
     and written again (see below)."""
-    if ctx.index.finds_keys_in_base_files_only and pc.any(pc.not_equal(changes.column(KIND), UPSERT)).as_py():
+    if (
+        ctx.plan.index.finds_keys_in_base_files_only
+        and pc.any(pc.not_equal(changes.column(KIND), UPSERT)).as_py()
+    ):
         # A global index finds keys in base files only: a key deleted in a log would still be
         # found there (and a new copy elsewhere would make two); the file group is rewritten.
         return None
-    rule = ctx.merge_rule
+    rule = ctx.plan.merge_rule
     precombine = rule.ordering_field
-    if not sl.has_deletes and not ctx.index.bucketed:
+    if not sl.has_deletes and not ctx.plan.index.bucketed:
         # with event-time ordering, the task already dropped the changes the stored record beats
         # (upsert/stored_records.without_stored_winners; the BUCKET index looks nothing up, so not there)
         return changes
@@ -307,7 +310,7 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
 def tombstoned(ctx: WriteContext, sl: SliceFiles, schema: pa.Schema) -> set[str]:
     """Keys whose latest record in the slice's logs is a delete."""
     logs = [lf for name in sl.log_names if (lf := LogFile.parse(sl.partition_path, name)) is not None]
-    state = scan_logs(ctx.storage, logs, schema, MergeRule.of_table(ctx.table), log_blocks(ctx))
+    state = scan_logs(ctx.storage, logs, schema, MergeRule.of_table(ctx.plan.table), log_blocks(ctx))
     if state is None:
         return set()
     return set(state.filter(state.column(DELETED_FLAG)).column(META_COLUMNS[2]).to_pylist())
@@ -320,7 +323,7 @@ def current_ordering_values(
     newest log record overrides its base value, a delete makes it null (nothing stored)."""
     slices = ctx.slices_by_id
     out = base_values
-    rule = MergeRule.of_table(ctx.table)
+    rule = MergeRule.of_table(ctx.plan.table)
     for fid in pc.unique(file_ids).to_pylist():
         sl = slices.get(fid)
         if sl is None or not sl.has_logs:

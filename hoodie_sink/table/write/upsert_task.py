@@ -58,8 +58,8 @@ class UpsertTask:
         self.ctx = ctx
         self.task = task
         self.cfg = ctx.config
-        self.append_only = ctx.operation.append_only
-        self.mor = ctx.merge_on_read
+        self.append_only = ctx.plan.operation.append_only
+        self.mor = ctx.plan.merge_on_read
         self.slices = ctx.slices_by_id
         storage = ctx.storage
         guard = InstantGuard(storage, ctx.instant, ctx.action)
@@ -68,13 +68,13 @@ class UpsertTask:
         # slice, unless inserts were packed into it (a small base file without logs: rewritten)
         self.rewrite: set[str] = rewritten_slices(ctx)
         self.outputs = TaskOutputs(
-            storage, ctx.instant, task, guard, ctx.merge_rule.ordering_field, self.rewrite
+            storage, ctx.instant, task, guard, ctx.plan.merge_rule.ordering_field, self.rewrite
         )
         self.result: UpsertResult = self.outputs.result
-        self.incoming = IncomingChanges(keygen_for(ctx), ctx.data_schema, ctx.operation.deletes,
+        self.incoming = IncomingChanges(keygen_for(ctx), ctx.data_schema, ctx.plan.operation.deletes,
                                         self.cfg.set_null_for_missing_columns, task.partition_id)  # fmt: skip
         self.claims = FileGroupClaims(storage, ctx.instant, task.token, guard)
-        locator = ctx.index.locator(storage, list(ctx.base_files), stored_keygen(ctx))
+        locator = ctx.plan.index.locator(storage, list(ctx.base_files), stored_keygen(ctx))
         stored = StoredRecords(ctx, locator, schema) if locator is not None else None
         self.tagging = Tagging(ctx, BucketAssigner(ctx, self.claims.try_claim), locator, stored, self.rewrite,
                                self.result.phase_ms)  # fmt: skip

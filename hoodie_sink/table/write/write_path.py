@@ -70,11 +70,11 @@ def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.Recor
         batches = _without_null_elements(batches)
     ordering = ordered_input_field(ctx)
     if ordering is not None:
-        batches = _with_ordering_values(batches, ordering, ctx.operation.name)
+        batches = _with_ordering_values(batches, ordering, ctx.plan.operation.name)
     with _heartbeat(ctx):
-        if ctx.operation.writer == ASSIGNED:
+        if ctx.plan.operation.writer == ASSIGNED:
             return UpsertTask(ctx, task).write(batches)
-        if ctx.operation.writer == APPEND:
+        if ctx.plan.operation.writer == APPEND:
             return AppendTask(ctx, task).write(batches)
         return BulkInsertTask(ctx, task).write(batches)
 
@@ -86,10 +86,10 @@ def ordered_input_field(ctx: WriteContext) -> str | None:
     as the smallest value: they would disagree).  A copy-on-write insert, bulk_insert or append
     compares nothing and stores nulls, as Java's; the delete operation and keyless writes (whose
     generated keys never meet another record) never compare."""
-    field = ctx.merge_rule.ordering_field  # none for the delete operation
+    field = ctx.plan.merge_rule.ordering_field  # none for the delete operation
     if not field or not ctx.config.record_key_fields:
         return None
-    return field if ctx.operation.compares_ordering or ctx.merge_on_read else None
+    return field if ctx.plan.operation.compares_ordering or ctx.plan.merge_on_read else None
 
 
 def _with_ordering_values(
@@ -144,7 +144,7 @@ def _merge_and_commit(
 ) -> CommitMetadata:
     extra = dict(extra or {})
     merge_started = time.monotonic()
-    if ctx.operation.writer == ASSIGNED:
+    if ctx.plan.operation.writer == ASSIGNED:
         rec = merge_at_commit(ctx, results)
         stats = rec.stats
         counts = {

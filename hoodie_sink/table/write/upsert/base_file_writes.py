@@ -13,7 +13,7 @@ from hoodie_sink.table.format.file_group import BaseFile, file_id, new_file_id_p
 from hoodie_sink.table.format.markers import MERGE
 from hoodie_sink.table.index.key_index import cached_bloom
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter
-from hoodie_sink.table.write.context import TaskIdentity, WriteContext, parquet_settings
+from hoodie_sink.table.write.context import TaskIdentity, WriteContext
 from hoodie_sink.table.write.instant_guard import InstantGuard
 from hoodie_sink.table.write.log_writer import current_rows
 from hoodie_sink.table.write.merge import KEY, KIND, UPSERT, data_of, merge_file_group
@@ -28,10 +28,10 @@ class BaseFileWrites:
         self.storage = guard.storage  # the task's one storage
         self.guard = guard
         self.file_schema = file_schema
-        self.settings = parquet_settings(ctx)
+        self.settings = ctx.plan.parquet
         self.outputs = outputs
-        self.rule = ctx.merge_rule
-        self.append_only = ctx.operation.append_only
+        self.rule = ctx.plan.merge_rule
+        self.append_only = ctx.plan.operation.append_only
         self.base_by_id: dict[str, BaseFile] = {bf.file_id: bf for bf in ctx.base_files}
         self.slices = ctx.slices_by_id
         self._prefix = new_file_id_prefix()
@@ -84,7 +84,7 @@ class BaseFileWrites:
             data_of(inserts), inserts.column(KEY).combine_chunks()
         )
         self.outputs.add_stats(*stats)
-        if not self.append_only and not self.ctx.index.bucketed:
+        if not self.append_only and not self.ctx.plan.index.bucketed:
             # RollingBaseFileWriter fills files in row order: file k holds the next num_writes rows.
             fids = np.repeat(
                 np.array([s.file_id for s in stats], dtype=object), [s.num_writes for s in stats]

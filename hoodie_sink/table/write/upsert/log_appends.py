@@ -20,7 +20,7 @@ class LogAppends:
         self.guard = guard
         self.outputs = outputs
         self.storage = guard.storage  # the task's one storage
-        self.ordering_field = ctx.merge_rule.ordering_field
+        self.ordering_field = ctx.plan.merge_rule.ordering_field
         self.slices = ctx.slices_by_id
         # final flush: the buckets that may become log files, and their prepared
         # (target, changes written, encoded records), keyed by file id

@@ -18,11 +18,11 @@ class StoredRecords:
     def __init__(self, ctx: WriteContext, locator: KeyIndex, file_schema: pa.Schema):
         self.ctx = ctx
         self.locator = locator
-        self.rule = ctx.merge_rule
+        self.rule = ctx.plan.merge_rule
         self.ordering_field = self.rule.ordering_field
         self.file_schema = file_schema
-        self.mor = ctx.merge_on_read
-        self.moves_partitions = ctx.index.moves_partitions(ctx.config.update_partition_path)
+        self.mor = ctx.plan.merge_on_read
+        self.moves_partitions = ctx.plan.index.moves_partitions(ctx.config.update_partition_path)
         self.slices_with_deletes = [s.file_id for s in ctx.log_slices if s.has_deletes]
 
     def ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:

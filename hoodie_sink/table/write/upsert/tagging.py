@@ -21,11 +21,11 @@ class Tagging:
         # None: the index looks nothing up (BUCKET: the assigner hashes keys into buckets)
         self.locator = locator
         self.stored = stored
-        self.rule = ctx.merge_rule
-        self.append_only = ctx.operation.append_only
-        self.mor = ctx.merge_on_read
+        self.rule = ctx.plan.merge_rule
+        self.append_only = ctx.plan.operation.append_only
+        self.mor = ctx.plan.merge_on_read
         # a record is its key under a global index, its (key, partition path) pair otherwise
-        self.per_partition = not ctx.index.is_global
+        self.per_partition = not ctx.plan.index.is_global
         self.rewrite = rewrite  # merge-on-read file groups rewritten, not given a log (shared)
         self.repeated: set[str] = set()  # file groups holding a changed key more than once
         self.phase_ms = phase_ms

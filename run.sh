@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The project's two entry points; each sets itself up first (idempotent):
+# The project's two entry points; each sets itself up first (idempotent, and says what it does):
 #   ./run.sh demo   a local Spark job writing a Hudi table into ./demo_table, with a summary
 #   ./run.sh test   the whole test suite
-# Set-up: Java 17 (apt-get, when missing), a virtualenv in .venv, the package and test deps; for
-# the tests also the interop tier (Apache Hudi's Spark bundles, see ensure_interop).
+# Set-up: Java 17 (apt-get, when missing), a virtualenv in .venv with the package (what the demo
+# needs); for the tests also the test extras (pyproject.toml) and the interop tier (Apache Hudi's
+# Spark bundles, see ensure_interop).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,37 +18,57 @@ java_major() {
   java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
 }
 
+say() { echo "[setup] $*" >&2; }
+
 ensure_java() {
   local major
   major=$(java_major)
   if [ "${major:-0}" -lt 17 ] 2>/dev/null; then
-    echo "[setup] Java 17 not found (found: ${major:-none}); installing openjdk-17-jre-headless" >&2
+    say "Java 17 not found (found: ${major:-none}); installing openjdk-17-jre-headless with apt-get"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
     local j17
     j17=$(ls -d /usr/lib/jvm/java-17-openjdk-*/ 2>/dev/null | head -1)
     [ -n "$j17" ] && export JAVA_HOME="${j17%/}" && export PATH="$JAVA_HOME/bin:$PATH"
+    say "Java: $(java_major) installed"
+  else
+    say "Java $major: found ($(command -v java))"
   fi
 }
 
+# $1: "" for the package and its dependencies (what the demo needs: about 0.9 GB, pyspark most of
+# it), "test" for the test extras too (hudi-rs, deltalake, mypy, ruff, ...: about 0.4 GB more).
+# The stamp holds pyproject.toml's hash and what was installed; the test install serves the demo.
 ensure_venv() {
+  local extras=${1:-} spec=. what="hoodie_sink and its dependencies (pyspark, pyarrow, ...)"
+  if [ -n "$extras" ]; then
+    spec=".[$extras]"
+    what="hoodie_sink, its dependencies and its $extras extras (pyproject.toml)"
+  fi
   if [ ! -x "$VENV/bin/python" ]; then
+    say "creating the virtualenv $VENV ($("$PY" --version 2>&1))"
     if ! "$PY" -m venv "$VENV" 2>/dev/null; then
-      echo "[setup] python venv module missing; installing python3-venv" >&2
+      say "python venv module missing; installing python3-venv with apt-get"
       rm -rf "$VENV"
       as_root apt-get update -qq
       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
       "$PY" -m venv "$VENV"
     fi
   fi
-  local stamp="$VENV/.installed" want
-  want=$(cat pyproject.toml | sha1sum | cut -d' ' -f1)
-  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "[setup] installing hoodie_sink and its test dependencies into $VENV" >&2
-    "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e '.[test]' --config-settings editable_mode=compat
-    echo "$want" > "$stamp"
+  local stamp="$VENV/.installed" want have=""
+  want=$(sha1sum < pyproject.toml | cut -d' ' -f1)
+  [ -f "$stamp" ] && have=$(cat "$stamp")
+  if [ "$have" = "$want ${extras}" ] || [ "$have" = "$want test" ]; then
+    local got="the package"
+    [ "${have#* }" = test ] && got="the package and the test extras"
+    say "virtualenv $VENV: up to date ($got)"
+    return 0
   fi
+  say "installing $what into $VENV with pip (a few minutes the first time)"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e "$spec" --config-settings editable_mode=compat
+  echo "$want ${extras}" > "$stamp"
+  say "virtualenv $VENV: ready ($(du -sh "$VENV" 2>/dev/null | cut -f1))"
 }
 
 # The interop tier (tests/interop/) runs Apache Hudi itself: its Spark bundles need a Spark of
@@ -59,28 +80,29 @@ ensure_interop() {
   [ "${HOODIE_INTEROP:-1}" = "0" ] && return 0
   local venv="$INTEROP_HOME/venv-spark-3.5.1"
   if [ ! -f "$venv/.installed" ]; then
-    echo "[setup] interop tier: pyspark 3.5.1 into $venv (Apache Hudi's bundles run on Spark 3.5)" >&2
+    say "interop tier: pyspark 3.5.1 into $venv (Apache Hudi's bundles run on Spark 3.5)"
     rm -rf "$venv"
     mkdir -p "$INTEROP_HOME"
     if "$PY" -m venv "$venv" && "$venv/bin/python" -m pip install -q pyspark==3.5.1; then
       touch "$venv/.installed"
     else
-      echo "[setup] interop tier: could not install pyspark 3.5.1; its tests will fail and say why" >&2
+      say "interop tier: could not install pyspark 3.5.1; its tests will fail and say why"
     fi
   fi
+  say "interop tier: Apache Hudi's bundle jars in $INTEROP_HOME (fetched from Maven Central when missing)"
   HOODIE_INTEROP_HOME="$INTEROP_HOME" "$PY" tests/interop/fetch_jars.py >/dev/null \
-    || echo "[setup] interop tier: could not fetch the Hudi bundles; its tests will fail and say why" >&2
+    || say "interop tier: could not fetch the Hudi bundles; its tests will fail and say why"
 }
 
 cmd=${1:-}
 shift || true
 case "$cmd" in
   demo)
-    ensure_java; ensure_venv
+    ensure_java; ensure_venv ""
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m hoodie_sink.demo "$@" ;;
   test)
-    ensure_java; ensure_venv; ensure_interop
+    ensure_java; ensure_venv test; ensure_interop
     export HOODIE_INTEROP_HOME="$INTEROP_HOME"
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m pytest "$@" ;;

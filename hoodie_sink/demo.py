@@ -76,6 +76,39 @@ def make_changes(src: str, batches: int, rows: int, seed: int = 7) -> dict[str, 
     return model
 
 
+def rows_by_key(table: pa.Table) -> dict[str, tuple]:
+    return {r["trip_id"]: (r["fare"], r["ts"]) for r in table.select(["trip_id", "fare", "ts"]).to_pylist()}
+
+
+def read_with_hudi_rs(path: str) -> pa.Table | None:
+    """The table as hudi-rs (the `hudi` package, a test extra) reads it, or None without it."""
+    try:
+        from hudi import HudiTableBuilder
+    except ImportError:
+        return None
+    return pa.Table.from_batches(HudiTableBuilder.from_base_uri(path).build().read())
+
+
+def next_steps(path: str, mor: bool) -> str:
+    """What to try next, with this interpreter (the one that has hoodie_sink)."""
+    py = sys.executable
+    cli = os.path.join(os.path.dirname(py), "hoodie-sink")
+    cli = cli if os.path.exists(cli) else f"{py} -m hoodie_sink.cli"
+    lines = [
+        "",
+        "next:",
+        f"  read it without Spark:  {py} -c \"import hoodie_sink; print(hoodie_sink.read('{path}'))\"",
+        f"  read it with Spark:     spark.read.format('hoodie').load('{path}')   (PYSPARK_PYTHON={py})",
+        f"  look inside:            {cli} timeline {path}   (also: commits, files, stats, validate)",
+    ]
+    if not mor:
+        lines.append("  a merge-on-read table:  ./run.sh demo --mor   (log files and compaction)")
+    lines.append(
+        '  README.md: "Use", "Merge-on-read tables", "The `hoodie-sink` command", "How a write works"'
+    )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--path", default=os.path.join(os.getcwd(), "demo_table"))
@@ -147,31 +180,37 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     spark.stop()
 
-    from hudi import HudiTableBuilder
-
     import hoodie_sink
 
-    table = HudiTableBuilder.from_base_uri(args.path).build()
-    got = pa.Table.from_batches(table.read())
-    ours = hoodie_sink.read(args.path, columns=["trip_id", "fare", "ts"])
-    rs_rows = {r["trip_id"]: (r["fare"], r["ts"]) for r in got.select(["trip_id", "fare", "ts"]).to_pylist()}
-    our_rows = {r["trip_id"]: (r["fare"], r["ts"]) for r in ours.to_pylist()}
     want = {k: (v["fare"], v["ts"]) for k, v in model.items()}
-    timeline = table.get_timeline()
-    commits = timeline.get_completed_deltacommits() if args.mor else timeline.get_completed_commits()
+    ours = hoodie_sink.read(args.path, columns=["trip_id", "fare", "ts"])
+    ok = ours.num_rows == len(want) and rows_by_key(ours) == want
+    readers = "hoodie_sink reads"
+    theirs = read_with_hudi_rs(args.path)  # an independent reader, when installed
+    if theirs is not None:
+        ok = ok and theirs.num_rows == len(want) and rows_by_key(theirs) == want
+        readers = f"hudi-rs reads {theirs.num_rows:,}, hoodie_sink reads"
+    instants = os.listdir(os.path.join(args.path, ".hoodie"))  # the active timeline's completed instants
+    commits = sum(1 for n in instants if n.endswith(".deltacommit" if args.mor else ".commit"))
+    compactions = sum(1 for n in instants if n.endswith(".commit")) if args.mor else 0
     names = [n for root, _, ns in os.walk(args.path) if ".hoodie" not in root for n in ns]
     files = sum(1 for n in names if n.endswith(".parquet"))
     logs = sum(1 for n in names if ".log." in n)
-    compactions = len(timeline.get_completed_commits()) if args.mor else 0
-    ok = rs_rows == want and our_rows == want and got.num_rows == len(want)
     sent = args.batches * args.rows
+    verdict = "MISMATCH"
+    if ok:
+        verdict = "OK: both readers match the stream" if theirs is not None else "OK: it matches the stream"
     print(
         f"summary: {sent:,} changes in {elapsed:.1f}s ({sent / elapsed:,.0f} rows/s); the stream implies "
-        f"{len(want):,} live trips; hudi-rs reads {got.num_rows:,}, hoodie_sink reads {ours.num_rows:,}; "
-        f"{len(commits)} {'deltacommits' if args.mor else 'commits'}, {files} base files"
+        f"{len(want):,} live trips; {readers} {ours.num_rows:,}; "
+        f"{commits} {'deltacommits' if args.mor else 'commits'}, {files} base files"
         + (f", {logs} log files, {compactions} compactions" if args.mor else "")
-        + f" -> {'OK: both readers match the stream' if ok else 'MISMATCH'}"
+        + f" -> {verdict}"
     )
+    if theirs is None:
+        print("(hudi-rs, the second reader the demo checks with, is not installed: `pip install hudi` or "
+              "`./run.sh test` adds it)")  # fmt: skip
+    print(next_steps(args.path, args.mor))
     shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
 

@@ -7,24 +7,14 @@ twice"): we delete exactly the copies the record beats and insert it once."""
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 
 import hoodie_sink
 from tests.interop.compare import assert_readers_agree
+from tests.interop.test_duplicate_keys_interop import _rows, _table
 from tests.support.tables import copy_table, data_rows, sort_rows
 
 pytestmark = [pytest.mark.compat, pytest.mark.interop]
-
-ARROW = pa.schema([("id", pa.int64()), ("city", pa.string()), ("fare", pa.float64()), ("ts", pa.int64())])
-
-
-def _rows(*rows: tuple) -> list[dict]:
-    return [dict(zip(ARROW.names, r, strict=True)) for r in rows]
-
-
-def _table(rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=ARROW)
 
 
 OLD, NEW, OTHER = (1, "a", 1.0, 2), (1, "a", 2.0, 8), (2, "a", 3.0, 1)

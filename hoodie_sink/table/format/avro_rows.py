@@ -79,12 +79,17 @@ def _binary_array(data: np.ndarray, lengths: np.ndarray) -> pa.Array:
 
 # ------------------------------------------------------------------------------------- encoding
 
-_NO_SEPARATOR = pa.scalar(b"", pa.large_binary())
+
+@functools.cache
+def _no_separator() -> pa.Scalar:
+    # made on first use, not at import: pa.scalar imports pandas (a third of a second), which
+    # every Spark Python worker importing this module would pay for nothing
+    return pa.scalar(b"", pa.large_binary())
 
 
 def _join(*arrays: pa.Array) -> pa.Array:
     """Row-wise concatenation of binary arrays (no nulls)."""
-    return pc.binary_join_element_wise(*(a.cast(pa.large_binary()) for a in arrays), _NO_SEPARATOR)
+    return pc.binary_join_element_wise(*(a.cast(pa.large_binary()) for a in arrays), _no_separator())
 
 
 _FLAT = {"boolean", "int", "long", "float", "double", "string", "bytes"}

@@ -1,5 +1,5 @@
 """Read options that change the answer are acted on or refused, never accepted and ignored
-(hoodie_sink/read_config.py, docs/hudi/read-options.md); time travel before the first commit."""
+(hoodie_sink/table/options/read_config.py, docs/hudi/read-options.md); time travel before the first commit."""
 
 from __future__ import annotations
 

@@ -105,7 +105,10 @@ case "$cmd" in
     ensure_java; ensure_venv test; ensure_interop
     export HOODIE_INTEROP_HOME="$INTEROP_HOME"
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
-    exec "$VENV/bin/python" -m pytest "$@" ;;
+    # two pytest-xdist workers: the unit tests (no JVM) run beside the Spark and interop groups,
+    # which wait on their JVMs much of the time (tests/conftest.py groups them); HOODIE_TEST_WORKERS=0
+    # runs everything in this process
+    exec "$VENV/bin/python" -m pytest -n "${HOODIE_TEST_WORKERS:-2}" --dist loadgroup "$@" ;;
   *)
     echo "usage: ./run.sh demo | ./run.sh test [pytest args]" >&2; exit 2 ;;
 esac

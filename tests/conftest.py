@@ -81,6 +81,20 @@ def pytest_unconfigure(config):
         server.stop()
 
 
+# With pytest-xdist (`./run.sh test` runs `-n 2 --dist loadgroup`), the tests that share one JVM
+# run in one worker: tests/spark (the shared Spark session) and tests/interop (Apache Hudi's
+# JVMs, which live for the whole session) are a group each, so each starts its JVMs once; the
+# unit tests (no JVM) go to whichever worker is free. Without xdist the marks change nothing.
+_JVM_GROUPS = ("spark", "interop")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.nodeid.split("/")
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in _JVM_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(parts[1]))
+
+
 def pytest_generate_tests(metafunc):
     marked = "table_storage" in metafunc.fixturenames and metafunc.definition.get_closest_marker("s3")
     if marked and metafunc.config.getoption("storage") == "local":

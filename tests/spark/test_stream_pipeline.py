@@ -14,50 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.spark.stream_drivers import events_into_a, totals_into_b, wait_out_the_killed_heartbeat
 from tests.spark.test_streaming_kill import KILL_AT, SITECUSTOMIZE, run_driver
 from tests.support.tables import assert_table_matches, hudi_rs_read
 from tests.support.worker_site import driver_env
 
 pytestmark = pytest.mark.slow
-
-SESSION = """
-import sys
-from pyspark.sql import SparkSession, functions as F
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2").getOrCreate())
-"""
-
-STAGE1 = (
-    SESSION
-    + """
-src, path, ckpt = sys.argv[1:4]
-df = spark.readStream.schema("id LONG, city STRING, fare DOUBLE").option("maxFilesPerTrigger", 1).parquet(src)
-q = (df.writeStream.format("hoodie").option("hoodie.table.name", "events")
-     .option("hoodie.datasource.write.recordkey.field", "id")
-     .option("hoodie.datasource.write.partitionpath.field", "city")
-     .option("hoodie.client.heartbeat.interval_in_ms", "1000")
-     .option("checkpointLocation", ckpt).trigger(availableNow=True).start(path))
-q.awaitTermination()
-print("DONE")
-"""
-)
-
-STAGE2 = (
-    SESSION
-    + """
-upstream, path, ckpt = sys.argv[1:4]
-events = (spark.readStream.format("hoodie")
-          .option("hoodie.datasource.streaming.max.instants.per.batch", "1").load(upstream))
-totals = events.groupBy("city").agg(F.count("*").alias("events"), F.sum("fare").alias("fares"))
-q = (totals.writeStream.format("hoodie").outputMode("complete").option("hoodie.table.name", "totals")
-     .option("hoodie.datasource.write.recordkey.field", "city")
-     .option("hoodie.datasource.write.partitionpath.field", "")
-     .option("hoodie.client.heartbeat.interval_in_ms", "1000")
-     .option("checkpointLocation", ckpt).trigger(availableNow=True).start(path))
-q.awaitTermination()
-print("DONE")
-"""
-)
 
 
 def event_files(src: Path, files: int, seed: int) -> list[dict]:
@@ -81,32 +43,27 @@ def totals_of(events: list[dict]) -> list[dict]:
     return list(out.values())
 
 
-def test_a_two_stage_pipeline_survives_a_kill_of_each_stage(tmp_path):
+def test_a_two_stage_pipeline_survives_a_kill_of_each_stage(spark, tmp_path):
     src, a, b = tmp_path / "src", tmp_path / "a", tmp_path / "b"
     events = event_files(src, 6, seed=3)
     env = driver_env(tmp_path / "site", SITECUSTOMIZE)
-    (tmp_path / "stage1.py").write_text(STAGE1)
-    (tmp_path / "stage2.py").write_text(STAGE2)
     stage1 = [str(src), str(a), str(tmp_path / "ckpt1")]
     stage2 = [str(a), str(b), str(tmp_path / "ckpt2")]
     # stage 1 dies in its third micro-batch, before the commit file
     marks1 = tmp_path / "marks1"
     run_driver(
-        tmp_path / "stage1.py",
-        stage1,
-        {**env, KILL_AT: f"before-commit:{marks1}:2"},
-        marks1 / "before-commit",
+        "events_into_a", stage1, {**env, KILL_AT: f"before-commit:{marks1}:2"}, marks1 / "before-commit"
     )
     assert 0 < hudi_rs_read(a).num_rows < len(events)
     # stage 2 dies right after its second commit to B, before Spark recorded the batch
     marks2 = tmp_path / "marks2"
-    run_driver(
-        tmp_path / "stage2.py", stage2, {**env, KILL_AT: f"after-commit:{marks2}:1"}, marks2 / "after-commit"
-    )
-    # both restart from their checkpoints and run to the end, stage 2 while stage 1 is behind it
-    run_driver(tmp_path / "stage2.py", stage2, env, None)
-    run_driver(tmp_path / "stage1.py", stage1, env, None)
-    run_driver(tmp_path / "stage2.py", stage2, env, None)
+    run_driver("totals_into_b", stage2, {**env, KILL_AT: f"after-commit:{marks2}:1"}, marks2 / "after-commit")
+    # both restart from their checkpoints (in this session) and run to the end, stage 2 while
+    # stage 1 is behind it
+    wait_out_the_killed_heartbeat()
+    totals_into_b(spark, *stage2)
+    events_into_a(spark, *stage1)
+    totals_into_b(spark, *stage2)
     assert_table_matches(a, events)
     got = sorted(hudi_rs_read(b).select(["city", "events", "fares"]).to_pylist(), key=lambda r: r["city"])
     assert got == sorted(totals_of(events), key=lambda r: r["city"])

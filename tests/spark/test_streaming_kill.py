@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.spark.stream_drivers import cdc_into_hoodie, wait_out_the_killed_heartbeat
 from tests.spark.test_streaming import cdc_files, model_of
 from tests.support.tables import all_write_stats, assert_table_matches, hudi_rs_read
-from tests.support.worker_site import driver_env
+from tests.support.worker_site import REPO, driver_env
 
 pytestmark = pytest.mark.slow
 
@@ -72,34 +73,13 @@ if SPEC:
     Writer.write, Writer.commit, write_path.complete = write, commit, complete
 '''
 
-DRIVER = r"""
-import sys
-from pyspark.sql import SparkSession
-src, path, ckpt, table_type = sys.argv[1:5]
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2").getOrCreate())
-df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN")
-      .option("maxFilesPerTrigger", 1).parquet(src))
-q = (df.writeStream.format("hoodie").option("hoodie.datasource.write.recordkey.field", "id")
-     .option("hoodie.datasource.write.partitionpath.field", "city")
-     .option("hoodie.datasource.write.precombine.field", "ts")
-     .option("hoodie.datasource.write.table.type", table_type)
-     .option("hoodie.compact.inline.max.delta.commits", "2")
-     # no small-file packing (as Hudi's MOR fixtures): updates of a micro-batch always go to logs
-     .option("hoodie.parquet.small.file.limit", "0")
-     # a crashed write is rolled back once its heartbeat has expired: 1 s x (2 misses + 1) here,
-     # well within the restart's JVM start
-     .option("hoodie.client.heartbeat.interval_in_ms", "1000")
-     .option("checkpointLocation", ckpt).trigger(availableNow=True).start(path))
-q.awaitTermination()
-q.stop()
-print("DONE")
-"""
 
-
-def run_driver(script: Path, args: list[str], env: dict, kill_marker: Path | None) -> str:
-    proc = subprocess.Popen([sys.executable, str(script), *args], env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+def run_driver(driver: str, args: list[str], env: dict, kill_marker: Path | None) -> str:
+    """Run `driver` of tests/spark/stream_drivers.py in a driver subprocess; with `kill_marker`,
+    kill it (SIGKILL, its whole process group) once its crash point wrote that marker."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_drivers", driver, *args], env=env,
+                            cwd=REPO, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
     if kill_marker is None:
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out[-3000:]
@@ -125,8 +105,8 @@ KILLS += [("MERGE_ON_READ", "during-write", 2), ("MERGE_ON_READ", "before-commit
 
 
 @pytest.mark.parametrize("table_type,point,skip", KILLS, ids=[f"{t[:3].lower()}-{p}" for t, p, _ in KILLS])
-def test_kill_and_restart_is_exactly_once(tmp_path, table_type, point, skip):
-    _kill_and_restart(tmp_path, table_type, point, skip)
+def test_kill_and_restart_is_exactly_once(spark, tmp_path, table_type, point, skip):
+    _kill_and_restart(spark, tmp_path, table_type, point, skip)
 
 
 S3_KILLS = [KILLS[1], KILLS[4]]  # COW and MOR, each killed between its write and its commit
@@ -136,25 +116,25 @@ S3_KILLS = [KILLS[1], KILLS[4]]  # COW and MOR, each killed between its write an
 @pytest.mark.parametrize(
     "table_type,point,skip", S3_KILLS, ids=[f"{t[:3].lower()}-{p}" for t, p, _ in S3_KILLS]
 )
-def test_kill_and_restart_on_s3_is_exactly_once(tmp_path, table_storage, table_type, point, skip):
-    _kill_and_restart(tmp_path, table_type, point, skip)
+def test_kill_and_restart_on_s3_is_exactly_once(spark, tmp_path, table_storage, table_type, point, skip):
+    _kill_and_restart(spark, tmp_path, table_type, point, skip)
 
 
-def _kill_and_restart(tmp_path: Path, table_type: str, point: str, skip: int) -> None:
+def _kill_and_restart(spark, tmp_path: Path, table_type: str, point: str, skip: int) -> None:
     src, path, ckpt = tmp_path / "src", tmp_path / "t", tmp_path / "ckpt"
     batches = cdc_files(src, 4, seed=5, rows=(100, 200))
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
     marks = tmp_path / "marks"
     env = driver_env(tmp_path / "site", SITECUSTOMIZE)
     args = [str(src), str(path), str(ckpt), table_type]
-    run_driver(script, args, {**env, KILL_AT: f"{point}:{marks}:{skip}"}, marks / point)
+    run_driver("cdc_into_hoodie", args, {**env, KILL_AT: f"{point}:{marks}:{skip}"}, marks / point)
     # the pause ran in a Python worker of the driver, not in the test process
     assert int((marks / point).read_text()) != os.getpid()
     # the crashed batch's data is not visible (a), (b); or already complete (c)
     visible = hudi_rs_read(path).num_rows if (path / ".hoodie").exists() else 0
     assert visible <= len(model_of(batches))
-    run_driver(script, args, env, None)
+    # the restart: the same query from the checkpoint, in this session
+    wait_out_the_killed_heartbeat()
+    cdc_into_hoodie(spark, *args)
     assert_table_matches(path, model_of(batches))
     # nothing left pending, no file of a rolled-back instant
     hoodie = path / ".hoodie"

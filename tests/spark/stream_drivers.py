@@ -22,20 +22,28 @@ def wait_out_the_killed_heartbeat() -> None:
     time.sleep(HEARTBEAT_MS / 1000 * 2 + 1.2)
 
 
-def cdc_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: str) -> None:
-    df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN")
-          .option("maxFilesPerTrigger", 1).parquet(src))  # fmt: skip
-    q = (df.writeStream.format("hoodie").option("hoodie.datasource.write.recordkey.field", "id")
-         .option("hoodie.datasource.write.partitionpath.field", "city")
-         .option("hoodie.datasource.write.precombine.field", "ts")
-         .option("hoodie.datasource.write.table.type", table_type)
-         .option("hoodie.compact.inline.max.delta.commits", "2")
-         # no small-file packing (as Hudi's MOR fixtures): updates of a micro-batch always go to logs
-         .option("hoodie.parquet.small.file.limit", "0")
+def _run_to_the_end(df, path: str, ckpt: str, options: dict[str, str], mode: str = "append") -> None:
+    """Write `df` into the hoodie table at `path` until its source is drained (availableNow)."""
+    q = (df.writeStream.format("hoodie").outputMode(mode).options(**options)
          .option("hoodie.client.heartbeat.interval_in_ms", str(HEARTBEAT_MS))
          .option("checkpointLocation", ckpt).trigger(availableNow=True).start(path))  # fmt: skip
     q.awaitTermination()
     q.stop()
+
+
+def cdc_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: str) -> None:
+    df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN")
+          .option("maxFilesPerTrigger", 1).parquet(src))  # fmt: skip
+    options = {
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.compact.inline.max.delta.commits": "2",
+        # no small-file packing (as Hudi's MOR fixtures): updates of a micro-batch always go to logs
+        "hoodie.parquet.small.file.limit": "0",
+    }
+    _run_to_the_end(df, path, ckpt, options)
 
 
 def events_into_a(spark, src: str, path: str, ckpt: str) -> None:
@@ -45,13 +53,12 @@ def events_into_a(spark, src: str, path: str, ckpt: str) -> None:
         .option("maxFilesPerTrigger", 1)
         .parquet(src)
     )
-    q = (df.writeStream.format("hoodie").option("hoodie.table.name", "events")
-         .option("hoodie.datasource.write.recordkey.field", "id")
-         .option("hoodie.datasource.write.partitionpath.field", "city")
-         .option("hoodie.client.heartbeat.interval_in_ms", str(HEARTBEAT_MS))
-         .option("checkpointLocation", ckpt).trigger(availableNow=True).start(path))  # fmt: skip
-    q.awaitTermination()
-    q.stop()
+    options = {
+        "hoodie.table.name": "events",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "city",
+    }
+    _run_to_the_end(df, path, ckpt, options)
 
 
 def totals_into_b(spark, upstream: str, path: str, ckpt: str) -> None:
@@ -61,13 +68,12 @@ def totals_into_b(spark, upstream: str, path: str, ckpt: str) -> None:
     events = (spark.readStream.format("hoodie")
               .option("hoodie.datasource.streaming.max.instants.per.batch", "1").load(upstream))  # fmt: skip
     totals = events.groupBy("city").agg(F.count("*").alias("events"), F.sum("fare").alias("fares"))
-    q = (totals.writeStream.format("hoodie").outputMode("complete").option("hoodie.table.name", "totals")
-         .option("hoodie.datasource.write.recordkey.field", "city")
-         .option("hoodie.datasource.write.partitionpath.field", "")
-         .option("hoodie.client.heartbeat.interval_in_ms", str(HEARTBEAT_MS))
-         .option("checkpointLocation", ckpt).trigger(availableNow=True).start(path))  # fmt: skip
-    q.awaitTermination()
-    q.stop()
+    options = {
+        "hoodie.table.name": "totals",
+        "hoodie.datasource.write.recordkey.field": "city",
+        "hoodie.datasource.write.partitionpath.field": "",
+    }
+    _run_to_the_end(totals, path, ckpt, options, mode="complete")
 
 
 DRIVERS = {f.__name__: f for f in (cdc_into_hoodie, events_into_a, totals_into_b)}

@@ -113,22 +113,31 @@ class Heartbeat:
         # write_atomic, whose temp file Java would list as an instant.
         self.storage.write_bytes(heartbeat_path(self.instant), b"")
 
+    def _beat_if_running(self) -> bool:
+        """One beat, unless the instant has ended; False once it has."""
+        if self.running is not None and not self.running():
+            return False
+        self.beat()
+        if self.running is not None and not self.running():
+            # the instant ended (commit or abort, maybe in another process) between the
+            # check and the beat, after its heartbeat was deleted: take the beat back
+            self.storage.delete(heartbeat_path(self.instant))
+            return False
+        return True
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                if self.running is not None and not self.running():
-                    return
-                self.beat()
-                if self.running is not None and not self.running():
-                    # the instant ended (commit or abort, maybe in another process) between the
-                    # check and the beat, after its heartbeat was deleted: take the beat back
-                    self.storage.delete(heartbeat_path(self.instant))
+                if not self._beat_if_running():
                     return
             except Exception as e:  # noqa: BLE001 - a missed beat is tolerated; the next one may succeed
                 log.warning("hoodie: heartbeat of %s failed: %s", self.instant, e)
 
     def __enter__(self) -> Heartbeat:  # noqa: PYI034
-        self.beat()
+        # the first beat asks `running` too: a task that starts (or is retried) after its write
+        # was aborted must not bring back the heartbeat the abort deleted
+        if not self._beat_if_running():
+            return self
         self._thread = threading.Thread(
             target=self._run, name=f"hoodie-heartbeat-{self.instant}", daemon=True
         )

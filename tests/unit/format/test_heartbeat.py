@@ -106,3 +106,16 @@ def test_writer_leaves_a_pending_clustering_without_heartbeat_alone(tmp_path):
     storage.write_bytes(inflight, b"")  # the Java runner is executing it
     rollback_failed_writes(storage, Timeline.load(storage), config=cfg)
     assert storage.exists(inflight)
+
+
+def test_a_task_that_starts_after_its_write_ended_brings_no_heartbeat_back(tmp_path):
+    """A Spark task retried or started late, after another process aborted the write and deleted
+    its heartbeat: its helper heartbeat must not beat once (a stray `.heartbeat/<instant>` for an
+    instant that is not on the timeline; seen in test_failed_job_leaves_table_exactly_as_before)."""
+    storage = Storage(str(tmp_path))
+    instant = "20240101000000000"
+    with Heartbeat(storage, instant, 0.05, owner=False, running=lambda: False):
+        time.sleep(0.2)  # several intervals
+    assert not storage.exists(heartbeat_path(instant))
+    with Heartbeat(storage, instant, 0.05, owner=False, running=lambda: True):
+        assert storage.exists(heartbeat_path(instant))

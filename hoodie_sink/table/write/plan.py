@@ -39,6 +39,11 @@ class FileSizing:
             return 0
         return max(0, (self.max_file_size - file_size) // max(self.avg_record_size, 1))
 
+    def records_per_file_group(self) -> int:
+        """How many inserts a new file group is planned for: a full file at the average record
+        size (Hudi's insert split size when it auto-tunes, its default)."""
+        return max(1, self.max_file_size // max(self.avg_record_size, 1))
+
 
 @dataclass(frozen=True)
 class WritePlan:

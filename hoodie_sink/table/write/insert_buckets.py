@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.table.format.file_group import file_id
 from hoodie_sink.table.index.bucket import java_string_hashes
 from hoodie_sink.table.write.plan import FileSizing
 
@@ -123,7 +124,7 @@ def plan_insert_buckets(
 def new_file_id(nonce: str, partition: str, number: int) -> str:
     """The id of new file group `number` of `partition` in the write drawn `nonce`: a UUID and
     "-0", the shape of Hudi's file ids (docs/hudi/format.md)."""
-    return f"{uuid.uuid5(_NEW_FILE_GROUP_NS, f'{nonce}/{partition}/{number}')}-0"
+    return file_id(str(uuid.uuid5(_NEW_FILE_GROUP_NS, f"{nonce}/{partition}/{number}")), 0)
 
 
 def key_spread(keys: pa.Array) -> np.ndarray:

@@ -20,7 +20,7 @@ from hoodie_sink.datasource.report_log import show_reports_on_stderr
 from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table import client
-from hoodie_sink.table.client import TaskIdentity
+from hoodie_sink.table.client import TaskIdentity, routing
 from hoodie_sink.table.options.write_config import WriteConfig
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,12 @@ class HoodieBatchWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
         cfg = WriteConfig.from_options(dict(options), overwrite=overwrite)
         refuse_conflict_retries(cfg)
-        self.ctx = client.begin(cfg, spark_to_arrow(schema))
+        arrow_schema = spark_to_arrow(schema)
+        if routing.is_routed(arrow_schema):  # the output of hoodie_sink.spark.route
+            routing.check_routable(cfg)
+            self.ctx = client.begin(cfg, routing.user_schema(arrow_schema), routed=True)
+        else:
+            self.ctx = client.begin(cfg, arrow_schema)
 
     def write(self, iterator) -> HoodieCommitMessage:
         return HoodieCommitMessage(client.write_task(self.ctx, task_identity(), iterator))

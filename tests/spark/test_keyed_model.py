@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+import hoodie_sink.spark
 from tests.support.keyed_model import (
     VARIANTS,
     BatchGenerator,
@@ -24,16 +25,28 @@ DDL = "id STRING, p STRING, ts LONG, v LONG, _hoodie_is_deleted BOOLEAN"
 COLUMNS = ["id", "p", "ts", "v", "_hoodie_is_deleted"]
 
 
-def write(spark, path, options, rows, n_tasks, operation="upsert"):
+def write(spark, path, options, rows, n_tasks, operation="upsert", routed=False):
     df = spark.createDataFrame([tuple(r[c] for c in COLUMNS) for r in rows], DDL).repartition(n_tasks)
-    df.write.format("hoodie").options(**options).option("hoodie.datasource.write.operation", operation).mode(
-        "append"
-    ).save(path)
+    options = {**options, "hoodie.datasource.write.operation": operation}
+    if routed:  # the route's own parallelism is drawn too: it does not follow the input's
+        df = df.transform(hoodie_sink.spark.route(path, options, parallelism=n_tasks % 3 + 1))
+    df.write.format("hoodie").options(**options).mode("append").save(path)
 
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("index,move", VARIANTS, ids=[f"{i}{'-move' if m else ''}" for i, m in VARIANTS])
 def test_keyed_writes_match_hudi_semantics(spark, tmp_path, index, move, seed):
+    _model_run(spark, tmp_path, index, move, seed, routed=False)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("index,move", VARIANTS, ids=[f"{i}{'-move' if m else ''}" for i, m in VARIANTS])
+def test_routed_keyed_writes_match_hudi_semantics(spark, tmp_path, index, move, seed):
+    """The same model run with hoodie_sink.spark.route in front of the sink (issue 27)."""
+    _model_run(spark, tmp_path, index, move, seed, routed=True)
+
+
+def _model_run(spark, tmp_path, index, move, seed, routed):
     rng = random.Random(2000 + seed)
     gen = BatchGenerator(100 + seed, key_space=150)
     model = KeyedModel(index, move)
@@ -42,7 +55,7 @@ def test_keyed_writes_match_hudi_semantics(spark, tmp_path, index, move, seed):
     for step in range(3):  # inserts; updates, moves, late records, soft deletes; the delete operation
         operation = "delete" if step == 2 else "upsert"
         rows = next_batch(gen, model, rng, operation, 15, (40, 90))
-        write(spark, path, options, rows, rng.randrange(1, 5), operation)
+        write(spark, path, options, rows, rng.randrange(1, 5), operation, routed)
         model.apply(rows, operation)
         assert_locations(assert_table_matches(path, model.expected()), model)
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.index.bucket import bucket_file_id_prefix, bucket_of_file_id, record_key_bucket_ids
 from hoodie_sink.table.write.merge import KEY, KIND, MOVED_OUT, PART, UPSERT, first_of_groups
@@ -50,24 +51,10 @@ class BucketAssigner:
         self.try_claim = try_claim
         self.index = ctx.plan.index
         self.moves_partitions = ctx.plan.index.moves_partitions(cfg.update_partition_path)
-        self.small: dict[str, list[tuple[str, int]]] = {}  # partition -> [(file id, capacity)]
-        clustering = ctx.clustering_file_groups
-        sizing = ctx.plan.sizing
-        # merge-on-read: only a latest slice without log files packs inserts (Java's rule: its
-        # base file is rewritten with them, which must not orphan logs)
-        slices = ctx.slices_by_id if ctx.plan.merge_on_read else None
-        for bf in sorted(ctx.base_files, key=lambda b: b.size):
-            if (bf.partition_path, bf.file_id) in clustering:
-                continue  # being rewritten by a pending clustering: inserts go elsewhere
-            if slices is not None and ((sl := slices.get(bf.file_id)) is None or sl.has_logs
-                                       or sl.base_name != bf.name):  # fmt: skip
-                continue
-            room = sizing.room(bf.size)
-            taken = len(self.small.get(bf.partition_path, []))
-            # merge-on-read: the smallest N only (hoodie.merge.small.file.group.candidates.limit,
-            # Java's default 1), so that the other file groups take their updates as logs
-            if room > 0 and (slices is None or taken < sizing.small_file_candidates_limit):
-                self.small.setdefault(bf.partition_path, []).append((bf.file_id, int(room)))
+        self.small: dict[str, list[tuple[str, int]]] = {
+            part: [(bf.file_id, int(ctx.plan.sizing.room(bf.size))) for bf in files]
+            for part, files in small_files_of(ctx).items()
+        }  # partition -> [(file id, capacity)]
         self.buckets_by_partition: dict[str, dict[int, str]] = {}
         if self.index.bucketed:
             for bf in ctx.base_files:
@@ -230,6 +217,29 @@ class BucketAssigner:
         out = Assignment()
         self._assign_hash_buckets(out, changes)
         return out
+
+
+def small_files_of(ctx) -> dict[str, list[BaseFile]]:
+    """The base files of each partition that take inserts, smallest first: below the small-file
+    limit, not under a pending clustering (its rewrite would lose them) and, on merge-on-read,
+    only the latest slice of a file group without log files (Java's rule: its base file is
+    rewritten with the inserts, which must not orphan logs), and only the smallest N
+    (hoodie.merge.small.file.group.candidates.limit, Java's default 1), so that the other file
+    groups take their updates as logs."""
+    clustering = ctx.clustering_file_groups
+    sizing = ctx.plan.sizing
+    slices = ctx.slices_by_id if ctx.plan.merge_on_read else None
+    out: dict[str, list[BaseFile]] = {}
+    for bf in sorted(ctx.base_files, key=lambda b: b.size):
+        if (bf.partition_path, bf.file_id) in clustering:
+            continue
+        if slices is not None and ((sl := slices.get(bf.file_id)) is None or sl.has_logs
+                                   or sl.base_name != bf.name):  # fmt: skip
+            continue
+        taken = len(out.get(bf.partition_path, []))
+        if sizing.room(bf.size) > 0 and (slices is None or taken < sizing.small_file_candidates_limit):
+            out.setdefault(bf.partition_path, []).append(bf)
+    return out
 
 
 def _one_insert_per_key(movers: pa.Table, stored_in_place: pa.Array) -> pa.Table:

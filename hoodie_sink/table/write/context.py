@@ -49,6 +49,9 @@ class WriteContext:
     # lastCompletedTxnOwnerInstant and the writes pending then), to find what completed since
     last_completed: str | None = None
     pending_at_begin: tuple[str, ...] = ()
+    # a routed input (write/routing/): the fingerprint of the snapshot this write starts from,
+    # which its routes must have been computed on ("" for a new table); None: not routed
+    routed_on: str | None = None
 
     @property
     def slices_by_id(self) -> dict[str, SliceFiles]:

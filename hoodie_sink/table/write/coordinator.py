@@ -86,10 +86,14 @@ from hoodie_sink.table.write.table_setup import (
 log = logging.getLogger(__name__)
 
 
-def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | None = None) -> WriteContext:
+def begin(
+    cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | None = None, routed: bool = False
+) -> WriteContext:
     """Start the write's instant.  The timeline is loaded once for all of begin's steps (the
     rollback, the schema, the file groups, the instant time); `timeline` is a load the caller
-    has just made of an existing table (the streaming begin read its checkpoints from it)."""
+    has just made of an existing table (the streaming begin read its checkpoints from it).
+    `routed`: the input was routed (write/routing/); its tasks check that it was routed on the
+    snapshot this write starts from (`WriteContext.routed_on`)."""
     storage = cfg.storage()
     check_table_lock(cfg)
     cfg, table, exists = _open_table(cfg, storage)
@@ -131,10 +135,63 @@ def begin(cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | 
         avro_with_meta=json.dumps(with_meta_fields(incoming), separators=(",", ":")),
         data_schema=data_schema,
         created_table=not exists,
+        routed_on=(snapshot_fingerprint(timeline) if exists else "") if routed else None,
         **(_planned_on(timeline) if cfg.occ else {}),
     )
     log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, ctx.plan.operation.operation_type)
     return ctx
+
+
+def routing_context(cfg: WriteConfig, input_schema: pa.Schema, nonce: str) -> tuple[WriteContext, str]:
+    """What a routed write's tag stage reads (docs/design/routing.md): the same options, schema
+    and file groups `begin` would resolve, on the table's latest snapshot, with nothing written
+    and no instant started.  Returns the context (its `instant` is `nonce`: it names the new hash
+    buckets of a BUCKET write, alike in every task and retry) and the snapshot's fingerprint, which
+    routed write's tasks check against the one its `begin` saw (`WriteContext.routed_on`)."""
+    storage = cfg.storage()
+    cfg, table, exists = _open_table(cfg, storage)
+    op = WriteOperation.of(cfg.operation)
+    index = index_of(cfg.index_type)
+    _check_input_columns(cfg, op, index, input_schema)
+    data_schema = storage_schema(_without_meta(input_schema))
+    _check_options_against_input(cfg, op, index, input_schema, data_schema)
+    incoming = arrow_to_avro(data_schema, table.name)
+    if not exists and op.deletes:
+        raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
+    timeline = ActiveTimeline.load(storage) if exists else None
+    existing = latest_schema(storage, timeline, table) if timeline is not None else None
+    data_schema, incoming = _reconcile_schema(cfg, op, table, data_schema, incoming, existing)
+    if timeline is not None:
+        base_files, avg_size, clustering, log_slices = _file_groups_to_assign(
+            cfg, op, table, timeline, bool(existing)
+        )
+    else:
+        base_files, avg_size, clustering, log_slices = (), cfg.record_size_estimate, (), ()
+    ctx = WriteContext(
+        config=cfg,
+        plan=WritePlan.of(cfg, op, index, table, avg_size),
+        base_files=base_files,
+        clustering=clustering,
+        log_slices=log_slices,
+        log_blocks=CommittedInstants(Timeline(timeline.instants)) if log_slices and timeline else None,
+        instant=nonce,
+        action=op.commit_action(table.table_type == MERGE_ON_READ),
+        avro_schema=json.dumps(incoming, separators=(",", ":")),
+        avro_with_meta=json.dumps(with_meta_fields(incoming), separators=(",", ":")),
+        data_schema=data_schema,
+    )
+    return ctx, snapshot_fingerprint(timeline)
+
+
+def snapshot_fingerprint(timeline: Timeline | None) -> str:
+    """What a routed write's routes depend on: the latest completed write, and the compactions and
+    clusterings planned (a plan moves file slices).  Equal fingerprints: the same file groups, file
+    slices and keys.  "" for a table that does not exist yet."""
+    if timeline is None:
+        return ""
+    last = timeline.latest_completed(WRITE_ACTIONS)
+    plans = [f"{i.timestamp}.{i.action}" for i in timeline.pending((COMPACTION, REPLACE_COMMIT))]
+    return ",".join([last.timestamp if last else "-", *plans])
 
 
 def _planned_on(timeline: Timeline) -> dict:

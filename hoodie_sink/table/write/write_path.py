@@ -30,6 +30,8 @@ from hoodie_sink.table.write.commit_merge import merge_at_commit
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext
 from hoodie_sink.table.write.instant_guard import InstantGuard
 from hoodie_sink.table.write.merge import refuse_null_ordering
+from hoodie_sink.table.write.routing.checks import checked_routed_stats
+from hoodie_sink.table.write.routing.task import RoutedTask
 from hoodie_sink.table.write.upsert_task import UpsertTask
 
 log = logging.getLogger(__name__)
@@ -49,13 +51,14 @@ def _heartbeat(ctx: WriteContext) -> Heartbeat:
     )
 
 
-def begin(cfg: WriteConfig, input_schema: pa.Schema) -> WriteContext:
+def begin(cfg: WriteConfig, input_schema: pa.Schema, routed: bool = False) -> WriteContext:
     """Begin the write on the driver side and keep its heartbeat from here to the commit or
     abort: between begin and the first task (Spark may queue tasks behind other jobs), and
     between tasks, nobody else beats.  Every beat within `interval`, well inside Java's expiry
     (`interval x tolerable misses`).  A micro-batch begins in a task instead
-    (streaming.begin_batch, no keeper there): that task beats while it writes."""
-    ctx = coordinator.begin(cfg, input_schema)
+    (streaming.begin_batch, no keeper there): that task beats while it writes.
+    `routed`: the input carries routes (write/routing/), and `input_schema` its user columns."""
+    ctx = coordinator.begin(cfg, input_schema, routed=routed)
     keep_beating(ctx.storage, ctx.instant, cfg.heartbeat_interval_ms / 1000, lambda: _instant_running(ctx))
     return ctx
 
@@ -72,6 +75,8 @@ def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.Recor
     if ordering is not None:
         batches = _with_ordering_values(batches, ordering, ctx.plan.operation.name)
     with _heartbeat(ctx):
+        if ctx.routed_on is not None:
+            return RoutedTask(ctx, task).write(batches)
         if ctx.plan.operation.writer == ASSIGNED:
             return UpsertTask(ctx, task).write(batches)
         if ctx.plan.operation.writer == APPEND:
@@ -144,7 +149,12 @@ def _merge_and_commit(
 ) -> CommitMetadata:
     extra = dict(extra or {})
     merge_started = time.monotonic()
-    if ctx.plan.operation.writer == ASSIGNED:
+    if ctx.routed_on is not None:
+        stats = checked_routed_stats(ctx, results)
+        extra["hoodie.sink.write.stats"] = json.dumps(
+            {"deletesOfMissingKeys": sum(getattr(r, "num_missing_deletes", 0) for r in results)}
+        )
+    elif ctx.plan.operation.writer == ASSIGNED:
         rec = merge_at_commit(ctx, results)
         stats = rec.stats
         counts = {

@@ -1,0 +1,119 @@
+"""Benchmark (issue 27): an upsert routed by hoodie_sink.spark.route vs the same upsert unrouted,
+as the input's Spark partitioning P grows.
+
+Base: N trips rows (common.trips_df: key trip_id, 10 cities) bulk-inserted through the sink once
+and kept as a pristine copy.  Batch: half updates of random existing keys, half new keys
+(bench_upsert.build_batch), staged as parquet.  For each P in --parts and each mode, a fresh copy
+of the pristine table gets `batch.repartition(P)` (random) upserted:
+  unrouted  df.write.format("hoodie")                                            [timed]
+  routed    df.transform(route(path, options, parallelism=P)).write.format(...)  [timed: route + write]
+Printed per run, from the sink's metrics file (table/metrics.py): total wall time (the routed
+one includes its tag job), the commit-time merge in the driver and the rest of the commit, the
+task sums (tag, write), files added, bytes written.  Reference in the same run: Spark's own
+parquet sink writing the same batch (`batch.repartition(P).write.parquet`), for scale.
+Each table is checked with hudi-rs: rows == N + inserts, distinct keys == rows.
+Exit code 1 if a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_upsert import build_batch, hoodie_options  # noqa: E402
+from common import SparkSettings, build_spark, scratch_dir, settle, trips_df  # noqa: E402
+
+
+def last_metrics(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.loads(f.read().splitlines()[-1])
+
+
+def check(path: str, rows: int) -> str:
+    import hudi
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(path).build().read())
+    n, distinct = t.num_rows, pc.count_distinct(t.column("_hoodie_record_key")).as_py()
+    return "ok" if n == rows == distinct else f"FAILED: {n} rows, {distinct} keys, want {rows}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000, help="base table rows N")
+    ap.add_argument("--batch", type=int, default=200_000, help="upsert rows (half updates, half inserts)")
+    ap.add_argument("--parts", default="2,8,32,64,256", help="input partitionings P")
+    ap.add_argument("--modes", default="unrouted,routed")
+    ap.add_argument("--scratch", default=None)
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--driver-memory", default="4g")
+    args = ap.parse_args(argv)
+    import hoodie_sink.spark
+
+    spark = build_spark(SparkSettings(driver_memory=args.driver_memory), "bench_routing")
+    failed = False
+    results = []
+    with scratch_dir(args.scratch, "bench_routing", args.keep) as scratch:
+        pristine = os.path.join(scratch, "pristine")
+        base = trips_df(spark, args.rows)
+        t0 = time.monotonic()
+        base.write.format("hoodie").options(**hoodie_options("bulk_insert")).mode("overwrite").save(pristine)
+        print(f"base: {args.rows:,} rows bulk-inserted in {time.monotonic() - t0:.1f}s", flush=True)
+        batch = build_batch(spark, base, args.rows, args.batch // 2, args.batch - args.batch // 2,
+                            os.path.join(scratch, "batch"))  # fmt: skip
+        metrics_file = os.path.join(scratch, "metrics.jsonl")
+        for p in [int(x) for x in args.parts.split(",")]:
+            df = batch.repartition(p)
+            settle(spark)
+            t0 = time.monotonic()
+            df.write.mode("overwrite").parquet(os.path.join(scratch, f"parquet-{p}"))
+            parquet_s = time.monotonic() - t0
+            for mode in args.modes.split(","):
+                path = os.path.join(scratch, f"t-{mode}-{p}")
+                shutil.copytree(pristine, path)
+                opts = hoodie_options("upsert", **{"hoodie.sink.metrics.file": metrics_file})
+                settle(spark)
+                t0 = time.monotonic()
+                src = (
+                    df.transform(hoodie_sink.spark.route(path, opts, parallelism=p))
+                    if mode == "routed"
+                    else df
+                )
+                route_s = time.monotonic() - t0
+                src.write.format("hoodie").options(**opts).mode("append").save(path)
+                total = time.monotonic() - t0
+                m = last_metrics(metrics_file)
+                ph = m["phases_ms"]
+                ok = check(path, args.rows + args.batch - args.batch // 2)
+                failed |= ok != "ok"
+                row = {
+                    "P": p, "mode": mode, "total_s": round(total, 2), "route_s": round(route_s, 2),
+                    "merge_s": ph.get("merge", 0) / 1000, "commit_s": ph.get("commit", 0) / 1000,
+                    "tag_task_s": ph.get("tag", 0) / 1000, "write_task_s": ph.get("write", 0) / 1000,
+                    "files_added": m["files_added"], "files_updated": m["files_updated"],
+                    "mb_written": round(m["bytes_written"] / 1e6, 1), "parquet_s": round(parquet_s, 2), "check": ok,
+                }  # fmt: skip
+                results.append(row)
+                print(json.dumps(row), flush=True)
+                shutil.rmtree(path)
+    print()
+    print("| P | mode | total s | route s | driver merge s | commit s | tag (tasks) s | write (tasks) s "
+          "| files added | files updated | MB written | x parquet | check |")  # fmt: skip
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in results:
+        print(f"| {r['P']} | {r['mode']} | {r['total_s']} | {r['route_s']} | {r['merge_s']} | {r['commit_s']} | "
+              f"{r['tag_task_s']} | {r['write_task_s']} | {r['files_added']} | {r['files_updated']} | "
+              f"{r['mb_written']} | {r['total_s'] / max(r['parquet_s'], 1e-3):.1f} | {r['check']} |")  # fmt: skip
+    spark.stop()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

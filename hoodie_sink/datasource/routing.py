@@ -1,0 +1,99 @@
+"""`hoodie_sink.spark.route`: routing before the sink, as a DataFrame transform
+(docs/design/routing.md).  A Python data source cannot ask Spark for an input distribution
+(docs/spark/python-datasource.md#no-distribution-requirement), so the routing is put in the query
+plan in front of it:
+
+1. the records get their arrival order, then are shuffled by their record key's columns into
+   `parallelism` tasks and sorted by them;
+2. each task tags its records against the table's latest snapshot (table/write/routing/tag.py);
+   the result is checkpointed locally (read twice: counted, then routed);
+3. the inserts are counted per partition and planned in the driver (metadata only);
+4. each insert gets its planned file group, and the records are shuffled by file group and
+   sorted by it, so each file group is in one write task and its records arrive together.
+
+Steps 1 to 3 run when the transform is applied (one Spark job), step 4 when the DataFrame is
+written.  The table must not change in between: the sink refuses routes computed on an older
+snapshot (HoodieWriteConflictError; route again)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+
+from pyspark import TaskContext
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from hoodie_sink.datasource.spark_schema import arrow_to_spark, spark_to_arrow
+from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.client import routing
+from hoodie_sink.table.options.write_config import WriteConfig
+
+
+def route(
+    path: str, options: Mapping[str, str] | None = None, parallelism: int | None = None
+) -> Callable[[DataFrame], DataFrame]:
+    """A function for `DataFrame.transform` that routes a batch DataFrame to the file groups of
+    the Hudi table at `path` (created by the write if absent); write its result with
+    `.write.format("hoodie")` and the same options.  `parallelism`: the tasks of the tag step and
+    of the write (default spark.sql.shuffle.partitions)."""
+    opts = dict(options or {})
+
+    def transform(df: DataFrame) -> DataFrame:
+        return routed(df, path, opts, parallelism)
+
+    return transform
+
+
+def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: int | None = None) -> DataFrame:
+    if df.isStreaming:
+        raise HoodieConfigError(
+            "hoodie_sink.spark.route routes a batch DataFrame: a stream's routes must be computed per "
+            "micro-batch, on the table as that micro-batch finds it. Help: "
+            "df.writeStream.foreachBatch(hoodie_sink.spark.micro_batches(path, options))."
+        )
+    spark = df.sparkSession
+    n = parallelism if parallelism is not None else int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    if n < 1:
+        raise HoodieConfigError(f"route's parallelism must be at least 1, got {parallelism}.")
+    cfg = WriteConfig.from_options(options, path=path)
+    routing.check_routable(cfg)
+    nonce = uuid.uuid4().hex
+    ctx, fingerprint = routing.routing_context(cfg, spark_to_arrow(df.schema), nonce)
+    key_columns = [F.col(c) for c in ctx.config.record_key_fields]
+    out_schema = StructType(df.schema.fields + arrow_to_spark(_route_schema()).fields)
+
+    def tag(batches):
+        tc = TaskContext.get()
+        yield from routing.RouteTagger(ctx, fingerprint, tc.partitionId() if tc else 0).tag(batches)
+
+    tagged = (
+        df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
+        .repartition(n, *key_columns)
+        .sortWithinPartitions(*key_columns)
+        .mapInArrow(tag, out_schema)
+        .localCheckpoint(eager=True)
+    )
+    counts = {
+        row[0]: row[1]
+        for row in tagged.where(F.col(routing.FILE_ID).isNull() & F.col(routing.INSERT))
+        .groupBy(routing.PARTITION)
+        .count()
+        .collect()
+    }
+    if counts:
+        buckets = routing.plan_inserts(ctx, counts, nonce)
+
+        def fill(batches):
+            for batch in batches:
+                yield routing.with_insert_file_ids(batch, buckets)
+
+        tagged = tagged.mapInArrow(fill, out_schema)
+    return tagged.repartition(n, F.col(routing.FILE_ID)).sortWithinPartitions(routing.FILE_ID)
+
+
+def _route_schema():
+    import pyarrow as pa
+
+    return pa.schema(list(routing.ROUTE_FIELDS))

@@ -1,0 +1,46 @@
+"""The engine side of routing before the sink (docs/design/routing.md), for the Spark adapter's
+`hoodie_sink.spark.route`: the routing snapshot (driver), the tag step (tasks), the insert plan
+(driver, metadata only) and the insert file ids (tasks)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.format.write_operation import ASSIGNED, WriteOperation
+from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.write.coordinator import routing_context
+from hoodie_sink.table.write.routing.columns import (
+    ARRIVAL,
+    FILE_ID,
+    INSERT,
+    PARTITION,
+    ROUTE_COLUMNS,
+    ROUTE_FIELDS,
+    is_routed,
+    user_schema,
+)
+from hoodie_sink.table.write.routing.inserts import plan_inserts, with_insert_file_ids
+from hoodie_sink.table.write.routing.tag import RouteTagger
+
+__all__ = [
+    "ARRIVAL", "FILE_ID", "INSERT", "PARTITION", "ROUTE_COLUMNS", "ROUTE_FIELDS", "RouteTagger",
+    "check_routable", "is_routed", "plan_inserts", "routing_context", "user_schema", "with_insert_file_ids",
+]  # fmt: skip
+
+
+def check_routable(cfg: WriteConfig) -> None:
+    """Routing is built for the keyed operations the bucket assigner runs (upsert, delete, insert);
+    the others are refused, not written unrouted behind the user's back."""
+    op = WriteOperation.of(cfg.operation)
+    if op.writer != ASSIGNED or op.overwrites or not cfg.record_key_fields:
+        raise HoodieConfigError(
+            f"hoodie_sink.spark.route does not route operation '{cfg.operation}' yet: it routes upsert, delete "
+            "and insert of a table with a record key. Help: write this DataFrame without route (the sink then "
+            "assigns file groups in its own tasks)."
+        )
+
+
+def route_input_schema(schema: pa.Schema) -> pa.Schema:
+    """The tag step's output: the user's columns, then the route columns."""
+    return pa.schema(list(user_schema(schema)) + list(ROUTE_FIELDS))

@@ -1,7 +1,9 @@
 """Demo: a local Spark streaming job landing a CDC stream of trips in a Hudi table (./demo_table).
 
 A synthetic change stream (inserts, updates and deletes of a trips table, one parquet file
-per micro-batch) flows through df.writeStream.format("hoodie") as upserts.  One progress line
+per micro-batch) is routed to the table's file groups and written as upserts, micro-batch by
+micro-batch (foreachBatch with hoodie_sink.spark.micro_batches; `--direct`: through
+df.writeStream.format("hoodie") without routing).  One progress line
 per micro-batch; at the end the table is read back with hudi-rs (the `hudi` package) and with
 hoodie_sink's own reader and compared with what the stream said the table should hold.
 
@@ -115,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--rows", type=int, default=50_000, help="changes per micro-batch")
     ap.add_argument("--mor", action="store_true", help="a merge-on-read table (log files and compaction)")
+    ap.add_argument("--direct", action="store_true",
+                    help="writeStream.format('hoodie') instead of routed micro-batches (foreachBatch)")  # fmt: skip
     args = ap.parse_args(argv)
     table_type = "MERGE_ON_READ" if args.mor else "COPY_ON_WRITE"
 
@@ -127,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(src)
     shutil.rmtree(args.path, ignore_errors=True)
     print(f"hoodie demo: {args.batches} micro-batches of {args.rows:,} changes (70% inserts, 25% updates, "
-          f"5% deletes) -> {table_type} table {args.path}")  # fmt: skip
+          f"5% deletes) -> {table_type} table {args.path}"
+          f"{' (direct stream sink)' if args.direct else ' (routed micro-batches)'}")  # fmt: skip
     model = make_changes(src, args.batches, args.rows)
 
     spark = (
@@ -157,24 +162,28 @@ def main(argv: list[str] | None = None) -> int:
 
     spark.streams.addListener(Progress())
     started = time.monotonic()
-    query = (
-        spark.readStream.schema(DDL)
-        .option("maxFilesPerTrigger", 1).parquet(src)
-        .writeStream.format("hoodie")
-        .option("hoodie.table.name", "demo_trips")
-        .option("hoodie.datasource.write.recordkey.field", "trip_id")
-        .option("hoodie.datasource.write.partitionpath.field", "city")
-        .option("hoodie.datasource.write.precombine.field", "ts")
-        .option("hoodie.datasource.write.hive_style_partitioning", "true")
-        .option("hoodie.datasource.write.table.type", table_type)
+    options = {
+        "hoodie.table.name": "demo_trips",
+        "hoodie.datasource.write.recordkey.field": "trip_id",
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.datasource.write.table.type": table_type,
         # merge-on-read: inserts in new file groups, so that updates land in log files from the
         # second micro-batch on (with padding, a table this small has one small file group per
         # city, which Hudi's rule rewrites with each batch's inserts and updates: no logs)
-        .option("hoodie.parquet.small.file.limit", "0" if args.mor else str(100 << 20))
-        .option("checkpointLocation", ckpt)
-        .trigger(availableNow=True)
-        .start(args.path)
-    )  # fmt: skip
+        "hoodie.parquet.small.file.limit": "0" if args.mor else str(100 << 20),
+    }
+    changes = spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1).parquet(src)
+    if args.direct:  # the stream sink itself: each task assigns its own records
+        writer = changes.writeStream.format("hoodie").options(**options).option("path", args.path)
+    else:  # each micro-batch routed to its file groups, then written (README: Routed writes)
+        import hoodie_sink.spark
+
+        writer = changes.writeStream.foreachBatch(
+            hoodie_sink.spark.micro_batches(args.path, {**options, "checkpointLocation": ckpt})
+        )
+    query = writer.option("checkpointLocation", ckpt).trigger(availableNow=True).start()
     query.awaitTermination()
     query.stop()
     elapsed = time.monotonic() - started

@@ -21,6 +21,7 @@ from hoodie_sink.datasource.spark_schema import spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError
 from hoodie_sink.table import client
 from hoodie_sink.table.client import TaskIdentity, routing
+from hoodie_sink.table.client import micro_batches as streaming
 from hoodie_sink.table.options.write_config import WriteConfig
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ class HoodieBatchWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
         cfg = WriteConfig.from_options(dict(options), overwrite=overwrite)
         refuse_conflict_retries(cfg)
+        # foreachBatch micro-batches: the identity their checkpoints are recorded under
+        self.identifier = cfg.checkpoint_identifier or streaming.default_identifier(dict(options))
         arrow_schema = spark_to_arrow(schema)
         if routing.is_routed(arrow_schema):  # the output of hoodie_sink.spark.route
             routing.check_routable(cfg)
@@ -60,8 +63,20 @@ class HoodieBatchWriter(DataSourceArrowWriter):
 
     def commit(self, messages) -> None:
         show_reports_on_stderr()
+        extra, label = None, "write"
+        batch_id = self.ctx.config.foreach_batch_id
+        if batch_id is not None:  # a micro-batch written by hoodie_sink.spark.micro_batches
+            storage = self.ctx.storage
+            checkpoints = streaming.committed_checkpoints(storage)
+            identifier = self.identifier
+            if streaming.batch_committed(checkpoints, identifier, batch_id):
+                log.info("hoodie: micro-batch %d already committed for %s; dropped", batch_id, identifier)
+                client.abort(self.ctx)  # a replay raced a commit: drop the duplicate
+                return
+            extra = streaming.with_checkpoint(checkpoints, identifier, batch_id)
+            label = f"micro-batch {batch_id} of {identifier}"
         try:
-            client.complete(self.ctx, results_of(messages))
+            client.complete(self.ctx, results_of(messages), extra, label=label)
         except HoodieCommitStateUnknown:
             raise  # maybe landed: keep every file (Spark's abort below finds the commit or fails to look)
         except BaseException:

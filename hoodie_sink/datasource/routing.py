@@ -17,6 +17,8 @@ snapshot (HoodieWriteConflictError; route again)."""
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 
@@ -27,8 +29,13 @@ from pyspark.sql.types import StructType
 
 from hoodie_sink.datasource.spark_schema import arrow_to_spark, spark_to_arrow
 from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.client import micro_batches as streaming
 from hoodie_sink.table.client import routing
 from hoodie_sink.table.options.write_config import WriteConfig
+
+log = logging.getLogger(__name__)
+IDENTIFIER_OPTION = "hoodie.datasource.write.streaming.checkpoint.identifier"
+BATCH_ID_OPTION = "hoodie.sink.streaming.batch.id"
 
 
 def route(
@@ -37,7 +44,7 @@ def route(
     """A function for `DataFrame.transform` that routes a batch DataFrame to the file groups of
     the Hudi table at `path` (created by the write if absent); write its result with
     `.write.format("hoodie")` and the same options.  `parallelism`: the tasks of the tag step and
-    of the write (default spark.sql.shuffle.partitions)."""
+    of the write (default: Spark's shuffle partitions, as adaptive execution coalesces them)."""
     opts = dict(options or {})
 
     def transform(df: DataFrame) -> DataFrame:
@@ -53,10 +60,11 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
             "micro-batch, on the table as that micro-batch finds it. Help: "
             "df.writeStream.foreachBatch(hoodie_sink.spark.micro_batches(path, options))."
         )
-    spark = df.sparkSession
-    n = parallelism if parallelism is not None else int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
-    if n < 1:
+    if parallelism is not None and parallelism < 1:
         raise HoodieConfigError(f"route's parallelism must be at least 1, got {parallelism}.")
+    # by default Spark's own: spark.sql.shuffle.partitions, coalesced by adaptive execution to
+    # partitions of its advisory size (small writes then run in few tasks, large ones in many)
+    shuffle = (lambda *cols: (parallelism, *cols)) if parallelism else (lambda *cols: cols)
     cfg = WriteConfig.from_options(options, path=path)
     routing.check_routable(cfg)
     nonce = uuid.uuid4().hex
@@ -70,7 +78,7 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
 
     tagged = (
         df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
-        .repartition(n, *key_columns)
+        .repartition(*shuffle(*key_columns))
         .sortWithinPartitions(*key_columns)
         .mapInArrow(tag, out_schema)
         .localCheckpoint(eager=True)
@@ -90,7 +98,48 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
                 yield routing.with_insert_file_ids(batch, buckets)
 
         tagged = tagged.mapInArrow(fill, out_schema)
-    return tagged.repartition(n, F.col(routing.FILE_ID)).sortWithinPartitions(routing.FILE_ID)
+    return tagged.repartition(*shuffle(F.col(routing.FILE_ID))).sortWithinPartitions(routing.FILE_ID)
+
+
+def micro_batches(
+    path: str, options: Mapping[str, str] | None = None, parallelism: int | None = None
+) -> Callable[[DataFrame, int], None]:
+    """A function for `DataStreamWriter.foreachBatch` that routes each micro-batch on the table
+    as it finds it and writes it with the batch sink, exactly once: the commit records the batch
+    id under the stream's checkpoint identifier (option
+    hoodie.datasource.write.streaming.checkpoint.identifier; by default derived from the
+    `checkpointLocation` or `queryName` given in `options`, as the stream sink does), and a
+    batch the table holds already (a replay after a crash) is skipped.  A write that loses a
+    conflict to another writer, or finds the table changed since its route, is routed and
+    written again, up to hoodie.datasource.write.streaming.retry.count times."""
+    opts = dict(options or {})
+    identifier = opts.get(IDENTIFIER_OPTION) or streaming.default_identifier(
+        {k.lower(): v for k, v in opts.items()}
+    )
+    cfg = WriteConfig.from_options({**opts, IDENTIFIER_OPTION: identifier}, path=path)
+    writer_options = {k: v for k, v in opts.items() if k.lower() not in ("checkpointlocation", "queryname")}
+
+    def write_batch(df: DataFrame, batch_id: int) -> None:
+        storage = cfg.storage()
+        wait_s = cfg.stream_retry_interval_ms / 1000
+        for attempt in range(cfg.stream_retries + 1):
+            if streaming.batch_committed(streaming.committed_checkpoints(storage), identifier, batch_id):
+                log.info("hoodie: micro-batch %d of %s is committed already; skipped", batch_id, identifier)
+                return
+            try:
+                routed(df, path, opts, parallelism).write.format("hoodie").options(**writer_options).option(
+                    IDENTIFIER_OPTION, identifier
+                ).option(BATCH_ID_OPTION, str(batch_id)).mode("append").save(path)
+                return
+            except Exception as e:  # Spark wraps the sink's errors: the conflict is known by its name
+                if "HoodieWriteConflictError" not in str(e) or attempt == cfg.stream_retries:
+                    raise
+                log.warning("hoodie: micro-batch %d of %s: write conflict, routed again in %.1f s (retry %d of %d)",
+                            batch_id, identifier, wait_s, attempt + 1, cfg.stream_retries)  # fmt: skip
+                time.sleep(wait_s)
+                wait_s *= 2
+
+    return write_batch
 
 
 def _route_schema():

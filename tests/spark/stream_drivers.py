@@ -46,6 +46,29 @@ def cdc_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: str) -> N
     _run_to_the_end(df, path, ckpt, options)
 
 
+def cdc_routed_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: str) -> None:
+    """The CDC stream of cdc_into_hoodie, each micro-batch routed by hoodie_sink.spark.route and
+    written with foreachBatch (hoodie_sink.spark.micro_batches), as issue 27 has users run it."""
+    import hoodie_sink.spark
+
+    df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN")
+          .option("maxFilesPerTrigger", 1).parquet(src))  # fmt: skip
+    options = {
+        "hoodie.table.name": "cdc",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.compact.inline.max.delta.commits": "2",
+        "hoodie.client.heartbeat.interval_in_ms": str(HEARTBEAT_MS),
+        "checkpointLocation": ckpt,
+    }
+    q = (df.writeStream.foreachBatch(hoodie_sink.spark.micro_batches(path, options))
+         .option("checkpointLocation", ckpt).trigger(availableNow=True).start())  # fmt: skip
+    q.awaitTermination()
+    q.stop()
+
+
 def events_into_a(spark, src: str, path: str, ckpt: str) -> None:
     """Stage 1 of the pipeline: event files -> table A."""
     df = (
@@ -76,7 +99,7 @@ def totals_into_b(spark, upstream: str, path: str, ckpt: str) -> None:
     _run_to_the_end(totals, path, ckpt, options, mode="complete")
 
 
-DRIVERS = {f.__name__: f for f in (cdc_into_hoodie, events_into_a, totals_into_b)}
+DRIVERS = {f.__name__: f for f in (cdc_into_hoodie, cdc_routed_into_hoodie, events_into_a, totals_into_b)}
 
 
 def main(argv: list[str]) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark.stream_drivers import cdc_into_hoodie, wait_out_the_killed_heartbeat
+from tests.spark.stream_drivers import DRIVERS, wait_out_the_killed_heartbeat
 from tests.spark.test_streaming import cdc_files, model_of
 from tests.support.tables import all_write_stats, assert_table_matches, hudi_rs_read
 from tests.support.worker_site import REPO, driver_env
@@ -71,6 +71,24 @@ if SPEC:
         pause("after-commit")
 
     Writer.write, Writer.commit, write_path.complete = write, commit, complete
+
+    # the batch writer, as hoodie_sink.spark.micro_batches writes each routed micro-batch
+    from hoodie_sink.datasource import batch_writer
+
+    Batch = batch_writer.HoodieBatchWriter
+    _bwrite, _bcommit = Batch.write, Batch.commit
+
+    def bwrite(self, iterator):
+        message = _bwrite(self, iterator)
+        if message.result.write_stats:
+            pause("during-write")
+        return message
+
+    def bcommit(self, messages):
+        _bcommit(self, messages)
+        pause("after-commit")
+
+    Batch.write, Batch.commit = bwrite, bcommit
 '''
 
 
@@ -120,13 +138,27 @@ def test_kill_and_restart_on_s3_is_exactly_once(spark, tmp_path, table_storage, 
     _kill_and_restart(spark, tmp_path, table_type, point, skip)
 
 
-def _kill_and_restart(spark, tmp_path: Path, table_type: str, point: str, skip: int) -> None:
+ROUTED_KILLS = [("COPY_ON_WRITE", "after-commit", 1, 11), ("MERGE_ON_READ", "during-write", 2, 12)]
+
+
+@pytest.mark.parametrize(
+    "table_type,point,skip,seed", ROUTED_KILLS, ids=[f"{t[:3].lower()}-{p}" for t, p, _, _ in ROUTED_KILLS]
+)
+def test_a_routed_stream_killed_and_restarted_is_exactly_once(spark, tmp_path, table_type, point, skip, seed):
+    """Issue 27: the CDC stream routed per micro-batch (foreachBatch + hoodie_sink.spark.micro_batches),
+    killed in a later micro-batch, after its commit (a replay must be skipped) or while its tasks
+    write (the restart rolls it back and writes it again), against the model."""
+    _kill_and_restart(spark, tmp_path, table_type, point, skip, seed=seed, driver="cdc_routed_into_hoodie")
+
+
+def _kill_and_restart(spark, tmp_path: Path, table_type: str, point: str, skip: int, seed: int = 5,
+                      driver: str = "cdc_into_hoodie") -> None:  # fmt: skip
     src, path, ckpt = tmp_path / "src", tmp_path / "t", tmp_path / "ckpt"
-    batches = cdc_files(src, 4, seed=5, rows=(100, 200))
+    batches = cdc_files(src, 4, seed=seed, rows=(100, 200))
     marks = tmp_path / "marks"
     env = driver_env(tmp_path / "site", SITECUSTOMIZE)
     args = [str(src), str(path), str(ckpt), table_type]
-    run_driver("cdc_into_hoodie", args, {**env, KILL_AT: f"{point}:{marks}:{skip}"}, marks / point)
+    run_driver(driver, args, {**env, KILL_AT: f"{point}:{marks}:{skip}"}, marks / point)
     # the pause ran in a Python worker of the driver, not in the test process
     assert int((marks / point).read_text()) != os.getpid()
     # the crashed batch's data is not visible (a), (b); or already complete (c)
@@ -134,7 +166,7 @@ def _kill_and_restart(spark, tmp_path: Path, table_type: str, point: str, skip: 
     assert visible <= len(model_of(batches))
     # the restart: the same query from the checkpoint, in this session
     wait_out_the_killed_heartbeat()
-    cdc_into_hoodie(spark, *args)
+    DRIVERS[driver](spark, *args)
     assert_table_matches(path, model_of(batches))
     # nothing left pending, no file of a rolled-back instant
     hoodie = path / ".hoodie"

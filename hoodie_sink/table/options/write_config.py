@@ -275,6 +275,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.copyonwrite.record.size.estimate", "record_size_estimate", _int),
     Option("hoodie.datasource.write.commitmeta.key.prefix", "commit_meta_prefix", _str),
     Option("hoodie.datasource.write.streaming.checkpoint.identifier", "checkpoint_identifier", _str),
+    Option("hoodie.sink.streaming.batch.id", "foreach_batch_id", _int,
+           doc="Set by hoodie_sink.spark.micro_batches on each micro-batch it writes with foreachBatch: the "
+               "commit records the batch id under the checkpoint identifier, and a batch whose id is committed "
+               "already writes nothing (exactly once across restarts)."),
     Option("hoodie.write.concurrency.mode", "concurrency_mode",
            _choice(SINGLE_WRITER, OCC),
            doc="single_writer (default) or optimistic_concurrency_control: several writers on one table, a "
@@ -544,6 +548,7 @@ class WriteConfig:
     record_size_estimate: int = 1024
     commit_meta_prefix: str = "_"
     checkpoint_identifier: str | None = None
+    foreach_batch_id: int | None = None
     concurrency_mode: str = SINGLE_WRITER
     failed_writes_policy: str = "eager"
     lock_provider: str | None = None

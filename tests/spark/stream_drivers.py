@@ -61,6 +61,8 @@ def cdc_routed_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: st
         "hoodie.datasource.write.table.type": table_type,
         "hoodie.compact.inline.max.delta.commits": "2",
         "hoodie.client.heartbeat.interval_in_ms": str(HEARTBEAT_MS),
+        # no small-file packing (as cdc_into_hoodie): updates of a micro-batch always go to logs
+        "hoodie.parquet.small.file.limit": "0",
         "checkpointLocation": ckpt,
     }
     q = (df.writeStream.foreachBatch(hoodie_sink.spark.micro_batches(path, options))

@@ -1,0 +1,58 @@
+"""hoodie_sink.spark.route through Spark (issue 27): what the model tests (test_keyed_model.py,
+tests/unit/write/test_routed_model.py) do not show: the refusals seen from Spark, and inserts packed
+into sized file groups whatever the input's partitioning."""
+
+from __future__ import annotations
+
+import pytest
+
+import hoodie_sink.spark
+from hoodie_sink.errors import HoodieConfigError
+from tests.support.tables import all_write_stats, assert_table_matches
+
+DDL = "id STRING, p STRING, ts LONG"
+OPTIONS = {
+    "hoodie.table.name": "routed",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "p",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
+
+
+def _df(spark, keys, ts=1, parts=1):
+    return spark.createDataFrame([(k, "ab"[i % 2], ts) for i, k in enumerate(keys)], DDL).repartition(parts)
+
+
+def _write(df, path, options=OPTIONS):
+    df.write.format("hoodie").options(**options).mode("append").save(path)
+
+
+def test_inserts_fill_sized_file_groups_whatever_the_input_partitioning(spark, tmp_path):
+    """6,000 inserts in 1 or 16 input partitions: the same 3 file groups of about 1,000 records in
+    each of the 2 partitions (the plan: max file size / record size estimate)."""
+    sized = {**OPTIONS, "hoodie.datasource.write.operation": "insert", "hoodie.parquet.max.file.size": "64000",
+             "hoodie.copyonwrite.record.size.estimate": "64"}  # fmt: skip
+    for parts in (1, 16):
+        path = str(tmp_path / f"t{parts}")
+        keys = [f"k{i:05d}" for i in range(6_000)]
+        _write(_df(spark, keys, parts=parts).transform(hoodie_sink.spark.route(path, sized)), path, sized)
+        stats = all_write_stats(path)
+        assert len(stats) == 6 and all(800 <= s["numWrites"] <= 1_200 for s in stats), stats
+        assert sum(s["numWrites"] for s in stats) == 6_000
+
+
+def test_a_streaming_dataframe_is_refused(spark, tmp_path):
+    stream = spark.readStream.format("rate").load()
+    with pytest.raises(HoodieConfigError, match="micro_batches"):
+        stream.transform(hoodie_sink.spark.route(str(tmp_path / "t"), OPTIONS))
+
+
+def test_a_route_made_stale_by_another_write_is_refused(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _write(_df(spark, ["a", "b"]), path)
+    routed = _df(spark, ["a", "c"], ts=2).transform(hoodie_sink.spark.route(path, OPTIONS))
+    _write(_df(spark, ["d"], ts=3), path)  # lands between the route and its write
+    with pytest.raises(Exception, match="HoodieWriteConflictError"):
+        _write(routed, path)
+    assert_table_matches(path, [{"id": "a", "p": "a", "ts": 1}, {"id": "b", "p": "b", "ts": 1},
+                                {"id": "d", "p": "a", "ts": 3}])  # fmt: skip

@@ -98,6 +98,11 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
         raise HoodieConfigError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
     schema, batches = _batches(data)
     cfg = WriteConfig.from_options(options, path=path, overwrite=(mode == "overwrite"))
+    if cfg.foreach_batch_id is not None:
+        raise HoodieConfigError(
+            "Option 'hoodie.sink.streaming.batch.id' is set by hoodie_sink.spark.micro_batches on Spark batch "
+            "writes; hoodie_sink.write does not record micro-batch checkpoints. Help: remove it."
+        )
     if cfg.conflict_retries and isinstance(batches, pa.RecordBatchReader):
         batches = list(batches)  # a retry writes the input again: keep it
     for attempt in range(cfg.conflict_retries + 1):

@@ -605,6 +605,11 @@ class WriteConfig:
                 "CREATE TEMPORARY VIEW v USING hoodie OPTIONS (path '/path/to/table', ...) and INSERT INTO v."
             )
         values["operation"] = _operation(values, overwrite, streaming)
+        if streaming and "foreach_batch_id" in values:  # a stream sink knows its batch ids itself
+            raise HoodieConfigError(
+                "Option 'hoodie.sink.streaming.batch.id' is for batch writes of hoodie_sink.spark.micro_batches "
+                "(foreachBatch); writeStream.format('hoodie') records its own micro-batch ids. Help: remove it."
+            )
         cfg = WriteConfig(
             path=target,
             storage_options=StorageOptions.from_options(raw),

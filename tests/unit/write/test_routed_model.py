@@ -132,3 +132,14 @@ def test_operations_route_does_not_route_are_refused(tmp_path, operation):
     with pytest.raises(HoodieConfigError, match="does not route operation"):
         routed_write(_rows(["a"]), str(tmp_path / "t"),
                      {**options_for("bloom", False), "hoodie.datasource.write.operation": operation})  # fmt: skip
+
+
+def test_the_micro_batch_id_option_is_refused_where_it_would_do_nothing(tmp_path):
+    from hoodie_sink import write
+    from hoodie_sink.table.options.write_config import WriteConfig
+
+    options = {**options_for("bloom", False), "hoodie.sink.streaming.batch.id": "3"}
+    with pytest.raises(HoodieConfigError, match="hoodie.sink.streaming.batch.id"):
+        write(_rows(["a"]), str(tmp_path / "t"), options)
+    with pytest.raises(HoodieConfigError, match="hoodie.sink.streaming.batch.id"):
+        WriteConfig.from_options(options, path=str(tmp_path / "t"), streaming=True)

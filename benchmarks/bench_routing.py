@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = {
                     "P": p, "mode": mode, "total_s": round(total, 2), "route_s": round(route_s, 2),
                     "merge_s": ph.get("merge", 0) / 1000, "commit_s": ph.get("commit", 0) / 1000,
+                    "commit_cpu_s": m.get("commit_cpu_ms", 0) / 1000,
                     "tag_task_s": ph.get("tag", 0) / 1000, "write_task_s": ph.get("write", 0) / 1000,
                     "files_added": m["files_added"], "files_updated": m["files_updated"],
                     "mb_written": round(m["bytes_written"] / 1e6, 1), "parquet_s": round(parquet_s, 2), "check": ok,
@@ -115,12 +116,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(row), flush=True)
                 shutil.rmtree(path)
     print()
-    print("| P | mode | total s | route s | driver merge s | commit s | tag (tasks) s | write (tasks) s "
+    print("| P | mode | total s | route s | driver merge s | commit s | commit CPU s | tag (tasks) s | write (tasks) s "
           "| files added | files updated | MB written | x parquet | check |")  # fmt: skip
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in results:
         print(f"| {r['P']} | {r['mode']} | {r['total_s']} | {r['route_s']} | {r['merge_s']} | {r['commit_s']} | "
-              f"{r['tag_task_s']} | {r['write_task_s']} | {r['files_added']} | {r['files_updated']} | "
+              f"{r['commit_cpu_s']} | {r['tag_task_s']} | {r['write_task_s']} | {r['files_added']} | {r['files_updated']} | "
               f"{r['mb_written']} | {r['total_s'] / max(r['parquet_s'], 1e-3):.1f} | {r['check']} |")  # fmt: skip
     spark.stop()
     return 1 if failed else 0

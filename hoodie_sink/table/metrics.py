@@ -56,6 +56,9 @@ class WriteMetrics:
     phases_ms: dict[str, int] = field(default_factory=dict)  # tag, write (task sums), merge, commit, services
     slowest_task_ms: dict[str, int] = field(default_factory=dict)  # tag, write of the slowest task
     total_ms: int = 0  # from begin to the end of the services
+    # CPU time of the commit's process while it merged and published (services excluded): the
+    # driver-side cost of a write, which must not grow with the rows written (issue 27)
+    commit_cpu_ms: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

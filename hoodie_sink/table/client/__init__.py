@@ -41,11 +41,12 @@ def complete(
 ) -> CommitMetadata:
     """Commit the write, then run the table services due inline (clustering, cleaning, archival);
     logs (and with hoodie.sink.metrics.file, appends) the write's per-phase metrics."""
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     metadata = write_path.complete(ctx, results, extra, label)
     commit_ms = int((time.monotonic() - started) * 1000)
+    commit_cpu_ms = int((time.process_time() - cpu_started) * 1000)
     services = run_after_commit(ctx.config)
-    metrics = write_metrics(ctx, results, metadata, commit_ms, services)
+    metrics = write_metrics(ctx, results, metadata, commit_ms, services, commit_cpu_ms)
     log.info("%s", metrics.summary())
     if ctx.config.metrics_file:
         try:
@@ -56,7 +57,12 @@ def complete(
 
 
 def write_metrics(
-    ctx: WriteContext, results: list[TaskResult], md: CommitMetadata, commit_ms: int, services: ServicesReport
+    ctx: WriteContext,
+    results: list[TaskResult],
+    md: CommitMetadata,
+    commit_ms: int,
+    services: ServicesReport,
+    commit_cpu_ms: int = 0,
 ) -> WriteMetrics:
     tasks, slowest = sum_task_phases([r.phase_ms for r in results])
     report = json.loads(md.extra_metadata.get(REPORT_KEY, "{}"))
@@ -77,6 +83,7 @@ def write_metrics(
         phases_ms={**tasks, "merge": merge_ms, "commit": max(0, commit_ms - merge_ms), **services.phases_ms},
         slowest_task_ms=slowest,
         total_ms=int((time.time() - ctx.started_at) * 1000),
+        commit_cpu_ms=commit_cpu_ms,
     )
 
 

@@ -120,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
           "| files added | files updated | MB written | x parquet | check |")  # fmt: skip
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in results:
-        print(f"| {r['P']} | {r['mode']} | {r['total_s']} | {r['route_s']} | {r['merge_s']} | {r['commit_s']} | "
-              f"{r['commit_cpu_s']} | {r['tag_task_s']} | {r['write_task_s']} | {r['files_added']} | {r['files_updated']} | "
+        print(f"| {r['P']} | {r['mode']} | {r['total_s']} | {r['route_s']} | {r['merge_s']} | "
+              f"{r['commit_s']} | {r['commit_cpu_s']} | {r['tag_task_s']} | {r['write_task_s']} | {r['files_added']} | {r['files_updated']} | "
               f"{r['mb_written']} | {r['total_s'] / max(r['parquet_s'], 1e-3):.1f} | {r['check']} |")  # fmt: skip
     spark.stop()
     return 1 if failed else 0

@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in results:
         print(f"| {r['P']} | {r['mode']} | {r['total_s']} | {r['route_s']} | {r['merge_s']} | "
-              f"{r['commit_s']} | {r['commit_cpu_s']} | {r['tag_task_s']} | {r['write_task_s']} | {r['files_added']} | {r['files_updated']} | "
+              f"{r['commit_s']} | {r['commit_cpu_s']} | {r['tag_task_s']} | {r['write_task_s']} | "
+              f"{r['files_added']} | {r['files_updated']} | "
               f"{r['mb_written']} | {r['total_s'] / max(r['parquet_s'], 1e-3):.1f} | {r['check']} |")  # fmt: skip
     spark.stop()
     return 1 if failed else 0

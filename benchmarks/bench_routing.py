@@ -12,6 +12,8 @@ Printed per run, from the sink's metrics file (table/metrics.py): total wall tim
 one includes its tag job), the commit-time merge in the driver and the rest of the commit, the
 task sums (tag, write), files added, bytes written.  Reference in the same run: Spark's own
 parquet sink writing the same batch (`batch.repartition(P).write.parquet`), for scale.
+`--cluster 2`: the same on a standalone cluster of two one-core workers on 127.0.0.1
+(benchmarks/standalone_cluster.py): the merge work then runs in the executors' tasks.
 One untimed write of each mode comes first (Python workers, imports, first jobs warm).
 Each table is checked with hudi-rs: rows == N + inserts, distinct keys == rows.
 Exit code 1 if a check fails.
@@ -20,6 +22,7 @@ Exit code 1 if a check fails.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -30,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_upsert import build_batch, hoodie_options, spark_phases  # noqa: E402
 from common import SparkSettings, build_spark, scratch_dir, settle, trips_df  # noqa: E402
+from standalone_cluster import cluster_conf, standalone_cluster  # noqa: E402
 
 
 def last_metrics(path: str) -> dict:
@@ -56,11 +60,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scratch", default=None)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--stages", action="store_true", help="print Spark's stage and task times of each write")
+    ap.add_argument(
+        "--cluster",
+        type=int,
+        default=0,
+        help="run on a standalone cluster on 127.0.0.1 of this many one-core workers (0: local[2])",
+    )
+    ap.add_argument("--executor-memory", default="2g")
     ap.add_argument("--driver-memory", default="4g")
     args = ap.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        settings = SparkSettings(driver_memory=args.driver_memory)
+        if args.cluster:
+            url = stack.enter_context(standalone_cluster(args.cluster, args.executor_memory))
+            settings = SparkSettings(master=url, driver_memory=args.driver_memory,
+                                     extra=cluster_conf(args.cluster, args.executor_memory))  # fmt: skip
+        return run(args, build_spark(settings, "bench_routing"))
+
+
+def run(args: argparse.Namespace, spark) -> int:
     import hoodie_sink.spark
 
-    spark = build_spark(SparkSettings(driver_memory=args.driver_memory), "bench_routing")
     failed = False
     results = []
     with scratch_dir(args.scratch, "bench_routing", args.keep) as scratch:

@@ -13,7 +13,7 @@ one includes its tag job), the commit-time merge in the driver and the rest of t
 task sums (tag, write), files added, bytes written.  Reference in the same run: Spark's own
 parquet sink writing the same batch (`batch.repartition(P).write.parquet`), for scale.
 `--cluster 2`: the same on a standalone cluster of two one-core workers on 127.0.0.1
-(benchmarks/standalone_cluster.py): the merge work then runs in the executors' tasks.
+(tests/support/standalone_cluster.py): the merge work then runs in the executors' tasks.
 One untimed write of each mode comes first (Python workers, imports, first jobs warm).
 Each table is checked with hudi-rs: rows == N + inserts, distinct keys == rows.
 Exit code 1 if a check fails.
@@ -30,10 +30,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench_upsert import build_batch, hoodie_options, spark_phases  # noqa: E402
 from common import SparkSettings, build_spark, scratch_dir, settle, trips_df  # noqa: E402
-from standalone_cluster import cluster_conf, standalone_cluster  # noqa: E402
+
+from tests.support.standalone_cluster import cluster_conf, standalone_cluster  # noqa: E402
 
 
 def last_metrics(path: str) -> dict:
@@ -72,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         settings = SparkSettings(driver_memory=args.driver_memory)
         if args.cluster:
+            os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # the driver binds where the cluster listens
             url = stack.enter_context(standalone_cluster(args.cluster, args.executor_memory))
             settings = SparkSettings(master=url, driver_memory=args.driver_memory,
                                      extra=cluster_conf(args.cluster, args.executor_memory))  # fmt: skip

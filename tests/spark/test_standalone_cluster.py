@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pyspark
 import pytest
 
 from tests.support.s3_redirect import REGISTRY_ENV
+from tests.support.standalone_cluster import standalone_cluster
 from tests.support.tables import assert_table_matches
 
 pytestmark = pytest.mark.cluster
@@ -53,70 +51,11 @@ spark.stop()
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    env = {
-        **os.environ,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_WORKER_DIR": str(tmp_path_factory.mktemp("worker")),
-        "SPARK_LOG_DIR": str(tmp_path_factory.mktemp("logs")),
-    }
-    port = _free_port()
-    master = subprocess.Popen(
-        [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-         "--webui-port", str(_free_port())],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"spark://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.5)
     # two workers, one core each: the job's tasks run in two executor processes
-    workers = [
-        subprocess.Popen(
-            [
-                str(spark_class),
-                "org.apache.spark.deploy.worker.Worker",
-                "--cores",
-                "1",
-                "--memory",
-                "1g",
-                "--host",
-                "127.0.0.1",
-                "--webui-port",
-                str(_free_port()),
-                "--work-dir",
-                str(tmp_path_factory.mktemp(f"worker{i}")),
-                url,
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for i in range(2)
-    ]
-    try:
+    with standalone_cluster(2, "1g", tmp_path_factory.mktemp("cluster")) as url:
         yield url
-    finally:
-        for p in (*workers, master):
-            p.terminate()
-        for p in (*workers, master):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
 
 
 def _run_driver(cluster: str, tmp_path: Path, targets: list[tuple[str, dict]]) -> str:

@@ -163,7 +163,7 @@ class BucketAssigner:
         start = 0
         for end, fid in zip(runs.run_ends.to_pylist(), runs.values.to_pylist(), strict=True):
             grp = rows.slice(start, end - start)
-            _add(out, (grp.column(PART)[0].as_py(), fid), grp)
+            add_to_bucket(out, (grp.column(PART)[0].as_py(), fid), grp)
             start = end
 
     # -- inserts -------------------------------------------------------------------------
@@ -184,7 +184,7 @@ class BucketAssigner:
                     candidates.pop(0)
                     continue
                 take = min(room, rows.num_rows - start)
-                _add(out, (part, fid), rows.slice(start, take))
+                add_to_bucket(out, (part, fid), rows.slice(start, take))
                 out.small_file_inserts.append((part, fid, rows.slice(start, take)))
                 start += take
                 if take >= room:
@@ -192,7 +192,7 @@ class BucketAssigner:
                 else:
                     candidates[0] = (fid, room - take)
             if start < rows.num_rows:
-                _add(out, (part, Assignment.NEW + part), rows.slice(start))
+                add_to_bucket(out, (part, Assignment.NEW + part), rows.slice(start))
 
     def _assign_hash_buckets(self, out: Assignment, rows: pa.Table) -> None:
         cfg = self.ctx.config
@@ -209,7 +209,7 @@ class BucketAssigner:
                 # every task names a new bucket's file group alike: claims then settle who writes it
                 tail = uuid.uuid5(_BUCKET_NS, f"{self.ctx.instant}/{part}/{b}")
                 fid = f"{bucket_file_id_prefix(b)}{str(tail)[8:]}-0"
-            _add(out, (part, fid), rows.filter(pa.array(combo == c)))
+            add_to_bucket(out, (part, fid), rows.filter(pa.array(combo == c)))
 
     def assign_for_bucket_index(self, changes: pa.Table) -> Assignment:
         """BUCKET index: no lookup; every change goes to its key's bucket (merge sorts out
@@ -254,6 +254,6 @@ def _one_insert_per_key(movers: pa.Table, stored_in_place: pa.Array) -> pa.Table
     return ranked.filter(pa.array(first_of_groups(ranked, [KEY])))
 
 
-def _add(out: Assignment, key: tuple[str, str], rows: pa.Table) -> None:
+def add_to_bucket(out: Assignment, key: tuple[str, str], rows: pa.Table) -> None:
     prev = out.buckets.get(key)
     out.buckets[key] = rows if prev is None else pa.concat_tables([prev, rows])

@@ -96,17 +96,8 @@ def begin(
     snapshot this write starts from (`WriteContext.routed_on`)."""
     storage = cfg.storage()
     check_table_lock(cfg)
-    cfg, table, exists = _open_table(cfg, storage)
-    op = WriteOperation.of(cfg.operation)
-    index = index_of(cfg.index_type)
-    # Everything that can refuse the options or the input is checked before anything is written.
-    _check_input_columns(cfg, op, index, input_schema)
-    data_schema = storage_schema(_without_meta(input_schema))
-    _check_options_against_input(cfg, op, index, input_schema, data_schema)
-    incoming = arrow_to_avro(data_schema, table.name)
+    cfg, table, exists, op, index, data_schema, incoming = _resolve(cfg, storage, input_schema)
     if not exists:
-        if op.deletes:
-            raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
         create_table(storage, table)
     else:
         _drop_metadata_table(storage, table)
@@ -149,15 +140,7 @@ def routing_context(cfg: WriteConfig, input_schema: pa.Schema, nonce: str) -> tu
     buckets of a BUCKET write, alike in every task and retry) and the snapshot's fingerprint, which
     routed write's tasks check against the one its `begin` saw (`WriteContext.routed_on`)."""
     storage = cfg.storage()
-    cfg, table, exists = _open_table(cfg, storage)
-    op = WriteOperation.of(cfg.operation)
-    index = index_of(cfg.index_type)
-    _check_input_columns(cfg, op, index, input_schema)
-    data_schema = storage_schema(_without_meta(input_schema))
-    _check_options_against_input(cfg, op, index, input_schema, data_schema)
-    incoming = arrow_to_avro(data_schema, table.name)
-    if not exists and op.deletes:
-        raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
+    cfg, table, exists, op, index, data_schema, incoming = _resolve(cfg, storage, input_schema)
     timeline = ActiveTimeline.load(storage) if exists else None
     existing = latest_schema(storage, timeline, table) if timeline is not None else None
     data_schema, incoming = _reconcile_schema(cfg, op, table, data_schema, incoming, existing)
@@ -181,6 +164,23 @@ def routing_context(cfg: WriteConfig, input_schema: pa.Schema, nonce: str) -> tu
         data_schema=data_schema,
     )
     return ctx, snapshot_fingerprint(timeline)
+
+
+def _resolve(
+    cfg: WriteConfig, storage: Storage, input_schema: pa.Schema
+) -> tuple[WriteConfig, TableConfig, bool, WriteOperation, Index, pa.Schema, dict]:
+    """The options resolved against the table (or the one to create), the operation, the index,
+    the input's storage schema and its Avro schema.  Everything that can refuse the options or the
+    input is checked here, before anything is written."""
+    cfg, table, exists = _open_table(cfg, storage)
+    op = WriteOperation.of(cfg.operation)
+    index = index_of(cfg.index_type)
+    _check_input_columns(cfg, op, index, input_schema)
+    data_schema = storage_schema(_without_meta(input_schema))
+    _check_options_against_input(cfg, op, index, input_schema, data_schema)
+    if not exists and op.deletes:
+        raise HoodieTableError(f"Nothing to delete: there is no Hudi table at {cfg.path}.")
+    return cfg, table, exists, op, index, data_schema, arrow_to_avro(data_schema, table.name)
 
 
 def snapshot_fingerprint(timeline: Timeline | None) -> str:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.table.write.base_file_writer import file_schema
-from hoodie_sink.table.write.bucket_assigner import Assignment, BucketAssigner
+from hoodie_sink.table.write.bucket_assigner import Assignment, BucketAssigner, add_to_bucket
 from hoodie_sink.table.write.conflicts import clustering_conflict
 from hoodie_sink.table.write.context import WriteContext, keygen_for, stored_keygen
 from hoodie_sink.table.write.merge import KEY, KIND, ORDER, PART
@@ -47,8 +47,7 @@ class _RouteAssigner(BucketAssigner):
         if self.index.bucketed:
             self._assign_hash_buckets(out, inserts)
             return
-        prev = out.buckets.get(("", _INSERTS))
-        out.buckets[("", _INSERTS)] = inserts if prev is None else pa.concat_tables([prev, inserts])
+        add_to_bucket(out, ("", _INSERTS), inserts)
 
 
 class RouteTagger:

@@ -1,7 +1,7 @@
-"""A Spark standalone cluster on 127.0.0.1 for benchmarks: a master and N workers of one core
-each, every worker its own executor process (as tests/spark/test_standalone_cluster.py starts
-one for the tests).  `with standalone_cluster(2, "2g") as url:` then build the session with
-master=url and cluster_conf()."""
+"""A Spark standalone cluster on 127.0.0.1: a master and N workers of one core each, every worker
+its own executor process (tests/spark/test_standalone_cluster.py, benchmarks/bench_routing.py
+--cluster).  `with standalone_cluster(2, "1g", scratch) as url:` then a session with master=url and
+cluster_conf()."""
 
 from __future__ import annotations
 
@@ -32,14 +32,15 @@ def cluster_conf(workers: int, executor_memory: str) -> tuple[tuple[str, str], .
 
 
 @contextmanager
-def standalone_cluster(workers: int = 2, worker_memory: str = "2g") -> Iterator[str]:
+def standalone_cluster(
+    workers: int = 2, worker_memory: str = "2g", scratch: Path | None = None
+) -> Iterator[str]:
     import pyspark
 
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    scratch = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    scratch = scratch or Path(tempfile.mkdtemp(prefix="spark-cluster-"))
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "SPARK_WORKER_DIR": str(scratch / "work"), "SPARK_LOG_DIR": str(scratch / "logs")}  # fmt: skip
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     port = _free_port()
     procs = [subprocess.Popen([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                "--port", str(port), "--webui-port", str(_free_port())],

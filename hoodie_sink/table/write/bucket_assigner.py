@@ -173,6 +173,10 @@ class BucketAssigner:
         if self.index.bucketed:
             self._assign_hash_buckets(out, inserts)
             return
+        self._pack_inserts(out, inserts)
+
+    def _pack_inserts(self, out: Assignment, inserts: pa.Table) -> None:
+        """Inserts without a hash bucket: this task's claimed small files first, then new file groups."""
         parts = inserts.column(PART)
         for part in pc.unique(parts).to_pylist():
             rows = inserts.filter(pc.equal(parts, part))

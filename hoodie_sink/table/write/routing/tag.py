@@ -41,12 +41,7 @@ class _RouteAssigner(BucketAssigner):
     def __init__(self, ctx: WriteContext):
         super().__init__(ctx, try_claim=lambda fid: False)
 
-    def assign_inserts(self, out: Assignment, inserts: pa.Table) -> None:
-        if inserts.num_rows == 0:
-            return
-        if self.index.bucketed:
-            self._assign_hash_buckets(out, inserts)
-            return
+    def _pack_inserts(self, out: Assignment, inserts: pa.Table) -> None:
         add_to_bucket(out, ("", _INSERTS), inserts)
 
 

@@ -70,7 +70,7 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
     nonce = uuid.uuid4().hex
     ctx, fingerprint = routing.routing_context(cfg, spark_to_arrow(df.schema), nonce)
     key_columns = [F.col(c) for c in ctx.config.record_key_fields]
-    out_schema = StructType(df.schema.fields + arrow_to_spark(_route_schema()).fields)
+    out_schema = StructType(df.schema.fields + arrow_to_spark(routing.ROUTE_SCHEMA).fields)
 
     def tag(batches):
         tc = TaskContext.get()
@@ -140,9 +140,3 @@ def micro_batches(
                 wait_s *= 2
 
     return write_batch
-
-
-def _route_schema():
-    import pyarrow as pa
-
-    return pa.schema(list(routing.ROUTE_FIELDS))

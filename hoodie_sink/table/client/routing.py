@@ -15,8 +15,8 @@ from hoodie_sink.table.write.routing.columns import (
     FILE_ID,
     INSERT,
     PARTITION,
-    ROUTE_COLUMNS,
     ROUTE_FIELDS,
+    ROUTE_SCHEMA,
     is_routed,
     user_schema,
 )
@@ -24,7 +24,7 @@ from hoodie_sink.table.write.routing.inserts import plan_inserts, with_insert_fi
 from hoodie_sink.table.write.routing.tag import RouteTagger
 
 __all__ = [
-    "ARRIVAL", "FILE_ID", "INSERT", "PARTITION", "ROUTE_COLUMNS", "ROUTE_FIELDS", "RouteTagger",
+    "ARRIVAL", "FILE_ID", "INSERT", "PARTITION", "ROUTE_FIELDS", "ROUTE_SCHEMA", "RouteTagger",
     "check_routable", "is_routed", "plan_inserts", "routing_context", "user_schema", "with_insert_file_ids",
 ]  # fmt: skip
 

@@ -38,6 +38,7 @@ ROUTE_FIELDS = (
     pa.field(BASE, pa.string()),
 )
 ROUTE_COLUMNS = tuple(f.name for f in ROUTE_FIELDS)
+ROUTE_SCHEMA = pa.schema(list(ROUTE_FIELDS))
 
 
 def is_routed(schema: pa.Schema) -> bool:

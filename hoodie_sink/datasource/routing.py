@@ -66,23 +66,33 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
     # partitions of its advisory size (small writes then run in few tasks, large ones in many)
     shuffle = (lambda *cols: (parallelism, *cols)) if parallelism else (lambda *cols: cols)
     cfg = WriteConfig.from_options(options, path=path)
-    routing.check_routable(cfg)
+    op = routing.check_routable(cfg)
     nonce = uuid.uuid4().hex
     ctx, fingerprint = routing.routing_context(cfg, spark_to_arrow(df.schema), nonce)
-    key_columns = [F.col(c) for c in ctx.config.record_key_fields]
     out_schema = StructType(df.schema.fields + arrow_to_spark(routing.ROUTE_SCHEMA).fields)
+    arriving = df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
+    if routing.adds_file_groups_only(op):  # append, bulk_insert: no lookup, nothing to combine
 
-    def tag(batches):
-        tc = TaskContext.get()
-        yield from routing.RouteTagger(ctx, fingerprint, tc.partitionId() if tc else 0).tag(batches)
+        def tag_new(batches):
+            yield from routing.NewFileGroupTagger(ctx, fingerprint).tag(batches)
 
-    tagged = (
-        df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
-        .repartition(*shuffle(*key_columns))
-        .sortWithinPartitions(*key_columns)
-        .mapInArrow(tag, out_schema)
-        .localCheckpoint(eager=True)
-    )
+        tagged = arriving.mapInArrow(tag_new, out_schema).localCheckpoint(eager=True)
+        # bulk_insert writes each file sorted by key; append keeps the input's order
+        within = routing.KEY if op.sorts_by_key else routing.ORDER
+    else:
+        key_columns = [F.col(c) for c in ctx.config.record_key_fields]
+
+        def tag(batches):
+            tc = TaskContext.get()
+            yield from routing.RouteTagger(ctx, fingerprint, tc.partitionId() if tc else 0).tag(batches)
+
+        tagged = (
+            arriving.repartition(*shuffle(*key_columns))
+            .sortWithinPartitions(*key_columns)
+            .mapInArrow(tag, out_schema)
+            .localCheckpoint(eager=True)
+        )
+        within = None
     counts = {
         row[0]: row[1]
         for row in tagged.where(F.col(routing.FILE_ID).isNull() & F.col(routing.INSERT))
@@ -98,7 +108,8 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
                 yield routing.with_insert_file_ids(batch, buckets)
 
         tagged = tagged.mapInArrow(fill, out_schema)
-    return tagged.repartition(*shuffle(F.col(routing.FILE_ID))).sortWithinPartitions(routing.FILE_ID)
+    by_file_group = tagged.repartition(*shuffle(F.col(routing.FILE_ID)))
+    return by_file_group.sortWithinPartitions(routing.FILE_ID, *([within] if within else []))
 
 
 def micro_batches(

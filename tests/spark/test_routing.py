@@ -41,6 +41,25 @@ def test_inserts_fill_sized_file_groups_whatever_the_input_partitioning(spark, t
         assert sum(s["numWrites"] for s in stats) == 6_000
 
 
+@pytest.mark.parametrize("operation", ["bulk_insert", "append"])
+def test_routed_append_and_bulk_insert_fill_sized_new_file_groups(spark, tmp_path, operation):
+    """The same through Spark for the operations that only add file groups: 6,000 records in 16
+    input partitions land in 3 file groups per partition, not one per task and partition; every
+    record is read back, and a keyless append keeps every row with a key of its own."""
+    sized = {**OPTIONS, "hoodie.datasource.write.operation": operation, "hoodie.parquet.max.file.size": "64000",
+             "hoodie.copyonwrite.record.size.estimate": "64"}  # fmt: skip
+    if operation == "append":
+        sized = {k: v for k, v in sized.items() if "recordkey" not in k and "precombine" not in k}
+    path = str(tmp_path / "t")
+    keys = [f"k{i:05d}" for i in range(6_000)]
+    _write(_df(spark, keys, parts=16).transform(hoodie_sink.spark.route(path, sized)), path, sized)
+    stats = all_write_stats(path)
+    assert len(stats) == 6 and all(800 <= s["numWrites"] <= 1_200 for s in stats), stats
+    got = spark.read.format("hoodie").load(path)
+    assert sorted(r.id for r in got.select("id").collect()) == keys
+    assert got.select("_hoodie_record_key").distinct().count() == 6_000
+
+
 def test_a_streaming_dataframe_is_refused(spark, tmp_path):
     stream = spark.readStream.format("rate").load()
     with pytest.raises(HoodieConfigError, match="micro_batches"):

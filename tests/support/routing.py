@@ -32,18 +32,27 @@ def route_table(table: pa.Table, path: str, options: dict, tag_tasks: int, write
                 batch_rows: int = 7) -> tuple[list[list[pa.RecordBatch]], pa.Schema]:  # fmt: skip
     """The routed input of each write task (batches sorted by file group) and its schema."""
     cfg = WriteConfig.from_options(options, path=str(path))
-    routing.check_routable(cfg)
+    op = routing.check_routable(cfg)
     nonce = uuid.uuid4().hex
     ctx, fingerprint = routing.routing_context(cfg, table.schema, nonce)
     table = table.append_column(routing.ARRIVAL, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    keys = KeyGenerator(ctx.plan.keygen).record_keys(table.to_batches()[0] if table.num_rows else table)
-    task_of = _hash_tasks(pa.array(keys).to_pylist(), tag_tasks)
     tagged: list[pa.RecordBatch] = []
-    for i in range(tag_tasks):
-        rows = table.filter(pa.array(task_of == i))
-        rows = rows.take(pc.sort_indices(pa.array(np.asarray(keys, dtype=object)[task_of == i], pa.string())))
-        tagger = routing.RouteTagger(ctx, fingerprint, i)
-        tagged += list(tagger.tag(_batches(rows, batch_rows)))
+    if routing.adds_file_groups_only(op):  # tagged where they are: tasks of consecutive rows
+        for rows in np.array_split(np.arange(table.num_rows), tag_tasks):
+            part = table.take(pa.array(rows, pa.int64()))
+            tagged += list(routing.NewFileGroupTagger(ctx, fingerprint).tag(_batches(part, batch_rows)))
+        within = routing.KEY if op.sorts_by_key else routing.ORDER
+    else:
+        keys = KeyGenerator(ctx.plan.keygen).record_keys(table.to_batches()[0] if table.num_rows else table)
+        task_of = _hash_tasks(pa.array(keys).to_pylist(), tag_tasks)
+        for i in range(tag_tasks):
+            rows = table.filter(pa.array(task_of == i))
+            rows = rows.take(
+                pc.sort_indices(pa.array(np.asarray(keys, dtype=object)[task_of == i], pa.string()))
+            )
+            tagger = routing.RouteTagger(ctx, fingerprint, i)
+            tagged += list(tagger.tag(_batches(rows, batch_rows)))
+        within = None
     schema = routing.route_input_schema(table.schema.remove(table.schema.get_field_index(routing.ARRIVAL)))
     out = pa.Table.from_batches(tagged, schema=schema) if tagged else schema.empty_table()
     todo = out.filter(pc.and_(pc.is_null(out.column(routing.FILE_ID)), out.column(routing.INSERT)))
@@ -58,7 +67,7 @@ def route_table(table: pa.Table, path: str, options: dict, tag_tasks: int, write
     per_task = []
     for j in range(write_tasks):
         rows = out.filter(pa.array(write_of == j))
-        rows = rows.sort_by([(routing.FILE_ID, "ascending")])
+        rows = rows.sort_by([(routing.FILE_ID, "ascending")] + ([(within, "ascending")] if within else []))
         per_task.append(_batches(rows, batch_rows))
     return per_task, schema
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 import pyarrow as pa
 
 from hoodie_sink.errors import HoodieConfigError
-from hoodie_sink.table.format.write_operation import ASSIGNED, WriteOperation
+from hoodie_sink.table.format.write_operation import APPEND, ASSIGNED, BULK, WriteOperation
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write.coordinator import routing_context
 from hoodie_sink.table.write.routing.columns import (
     ARRIVAL,
     FILE_ID,
     INSERT,
+    KEY,
+    ORDER,
     PARTITION,
     ROUTE_FIELDS,
     ROUTE_SCHEMA,
@@ -21,24 +23,34 @@ from hoodie_sink.table.write.routing.columns import (
     user_schema,
 )
 from hoodie_sink.table.write.routing.inserts import plan_inserts, with_insert_file_ids
+from hoodie_sink.table.write.routing.new_file_groups import NewFileGroupTagger
 from hoodie_sink.table.write.routing.tag import RouteTagger
 
 __all__ = [
-    "ARRIVAL", "FILE_ID", "INSERT", "PARTITION", "ROUTE_FIELDS", "ROUTE_SCHEMA", "RouteTagger",
-    "check_routable", "is_routed", "plan_inserts", "routing_context", "user_schema", "with_insert_file_ids",
+    "ARRIVAL", "FILE_ID", "INSERT", "KEY", "ORDER", "PARTITION", "ROUTE_FIELDS", "ROUTE_SCHEMA", "RouteTagger",
+    "NewFileGroupTagger", "adds_file_groups_only", "check_routable", "is_routed", "plan_inserts",
+    "routing_context", "user_schema", "with_insert_file_ids",
 ]  # fmt: skip
 
 
-def check_routable(cfg: WriteConfig) -> None:
-    """Routing is built for the keyed operations the bucket assigner runs (upsert, delete, insert);
-    the others are refused, not written unrouted behind the user's back."""
+def check_routable(cfg: WriteConfig) -> WriteOperation:
+    """The operation, if routing is built for it: the keyed operations the bucket assigner runs
+    (upsert, delete, insert; with a record key), and those that only add file groups (append,
+    bulk_insert).  The overwrites are refused, not written unrouted behind the user's back."""
     op = WriteOperation.of(cfg.operation)
-    if op.writer != ASSIGNED or op.overwrites or not cfg.record_key_fields:
+    keyed = op.writer == ASSIGNED and bool(cfg.record_key_fields)
+    if op.overwrites or not (keyed or op.writer in (APPEND, BULK)):
         raise HoodieConfigError(
             f"hoodie_sink.spark.route does not route operation '{cfg.operation}' yet: it routes upsert, delete "
-            "and insert of a table with a record key. Help: write this DataFrame without route (the sink then "
-            "assigns file groups in its own tasks)."
+            "and insert of a table with a record key, append and bulk_insert. Help: write this DataFrame without "
+            "route (the sink then assigns file groups in its own tasks)."
         )
+    return op
+
+
+def adds_file_groups_only(op: WriteOperation) -> bool:
+    """Routed without a lookup: every record goes to a new file group (write/routing/new_file_groups.py)."""
+    return op.writer != ASSIGNED
 
 
 def route_input_schema(schema: pa.Schema) -> pa.Schema:

@@ -126,7 +126,7 @@ def begin(
         avro_with_meta=json.dumps(with_meta_fields(incoming), separators=(",", ":")),
         data_schema=data_schema,
         created_table=not exists,
-        routed_on=(snapshot_fingerprint(timeline) if exists else "") if routed else None,
+        routed_on=route_fingerprint(op, timeline if exists else None) if routed else None,
         **(_planned_on(timeline) if cfg.occ else {}),
     )
     log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, ctx.plan.operation.operation_type)
@@ -163,7 +163,13 @@ def routing_context(cfg: WriteConfig, input_schema: pa.Schema, nonce: str) -> tu
         avro_with_meta=json.dumps(with_meta_fields(incoming), separators=(",", ":")),
         data_schema=data_schema,
     )
-    return ctx, snapshot_fingerprint(timeline)
+    return ctx, route_fingerprint(op, timeline)
+
+
+def route_fingerprint(op: WriteOperation, timeline: Timeline | None) -> str:
+    """What a routed write's routes depend on: the operation they were made for (an upsert's
+    routes name existing file groups, an append's only new ones) and the table's snapshot."""
+    return f"{op.name}@{snapshot_fingerprint(timeline)}"
 
 
 def _resolve(

@@ -53,15 +53,16 @@ class InsertBuckets:
 
     by_partition: Mapping[str, PartitionBuckets]
 
-    def file_ids_of(self, partitions: pa.Array, keys: pa.Array) -> pa.Array:
-        """The target file id of each insert (partition path, record key); strings, aligned."""
+    def file_ids_of(self, partitions: pa.Array, keys: pa.Array, spread: np.ndarray | None = None) -> pa.Array:
+        """The target file id of each insert (partition path, record key); strings, aligned.
+        `spread`: the records' own 64-bit hashes, instead of their keys' (keyless records)."""
         if len(partitions) != len(keys):
             raise ValueError(f"{len(partitions)} partition paths for {len(keys)} record keys")
         if not len(keys):
             return pa.array([], pa.string())
         target = np.empty(len(keys), dtype=np.int64)  # into file_ids, every partition's buckets in turn
         file_ids: list[str] = []
-        spread = key_spread(keys)
+        spread = key_spread(keys) if spread is None else spread
         codes = pc.dictionary_encode(partitions)
         indices = np.asarray(codes.indices.fill_null(-1))
         if (indices < 0).any():
@@ -133,7 +134,16 @@ def key_spread(keys: pa.Array) -> np.ndarray:
     through splitmix64's finaliser. Only the spread matters here; no reader depends on it."""
     h = java_string_hashes(keys).view(np.uint32).astype(np.uint64)
     lengths = np.asarray(pc.utf8_length(keys).fill_null(0), dtype=np.uint64)
-    z = h ^ (lengths << np.uint64(32))
+    return _mixed(h ^ (lengths << np.uint64(32)))
+
+
+def int_spread(values: pa.Array) -> np.ndarray:
+    """A 64-bit hash (uint64) of each integer, e.g. a keyless record's arrival order."""
+    return _mixed(np.asarray(values.fill_null(0), dtype=np.int64).view(np.uint64))
+
+
+def _mixed(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every input bit moves every output bit."""
     with np.errstate(over="ignore"):
         z = z + np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

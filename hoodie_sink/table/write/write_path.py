@@ -31,6 +31,7 @@ from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteConte
 from hoodie_sink.table.write.instant_guard import InstantGuard
 from hoodie_sink.table.write.merge import refuse_null_ordering
 from hoodie_sink.table.write.routing.checks import checked_routed_stats
+from hoodie_sink.table.write.routing.new_file_groups import NewFileGroupTask
 from hoodie_sink.table.write.routing.task import RoutedTask
 from hoodie_sink.table.write.upsert_task import UpsertTask
 
@@ -76,7 +77,8 @@ def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.Recor
         batches = _with_ordering_values(batches, ordering, ctx.plan.operation.name)
     with _heartbeat(ctx):
         if ctx.routed_on is not None:
-            return RoutedTask(ctx, task).write(batches)
+            routed = RoutedTask if ctx.plan.operation.writer == ASSIGNED else NewFileGroupTask
+            return routed(ctx, task).write(batches)
         if ctx.plan.operation.writer == ASSIGNED:
             return UpsertTask(ctx, task).write(batches)
         if ctx.plan.operation.writer == APPEND:

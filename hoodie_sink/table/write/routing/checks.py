@@ -2,12 +2,15 @@
 
 Claims used to guarantee that one task writes a file group; with a routed input the route's
 shuffle does, and this check makes a broken route an error instead of a table with two versions
-of a file group.  (That every task wrote against the snapshot the write began on is checked in
-the tasks, routing/task.py, before anything is written.)"""
+of a file group.  That every task writes routes made for its operation, on the snapshot the write
+began on, each task checks before it writes anything (`check_routed_on`)."""
 
 from __future__ import annotations
 
-from hoodie_sink.errors import HoodieCommitError
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_sink.errors import HoodieCommitError, HoodieConfigError, HoodieWriteConflictError
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.write.context import TaskResult, WriteContext
 
@@ -26,3 +29,26 @@ def checked_routed_stats(ctx: WriteContext, results: list[TaskResult]) -> list[W
                     "DataFrame hoodie_sink.spark.route returns as it is, without repartitioning it."
                 )
     return [s for r in results for s in r.write_stats]
+
+
+def check_routed_on(ctx: WriteContext, base: pa.Array) -> None:
+    """Raises unless every row of a batch (its BASE route column) was routed for this write's
+    operation on the snapshot it began on (coordinator.route_fingerprint: "<operation>@<snapshot>")."""
+    expected = ctx.routed_on or ""
+    if pc.all(pc.equal(base, expected)).as_py():
+        return
+    seen = sorted(set(pc.unique(base).to_pylist()) - {expected})[0] or "@"
+    op, snapshot = seen.split("@", 1)
+    want_op, want_snapshot = expected.split("@", 1)
+    path = ctx.config.path
+    if op != want_op:
+        raise HoodieConfigError(
+            f"This write's input was routed for operation '{op}', but it is written to {path} as '{want_op}'. "
+            "Nothing of this write is committed. Help: route and write with the same options."
+        )
+    raise HoodieWriteConflictError(
+        f"This write's input was routed on the snapshot [{snapshot or 'no table'}] of {path}, but the write "
+        f"started on [{want_snapshot or 'no table'}]: another write, compaction or clustering came between, and "
+        "the routes may be stale. Nothing of this write is committed. Help: route the input again and write "
+        "again (hoodie_sink.spark.micro_batches does this per micro-batch)."
+    )

@@ -10,18 +10,24 @@ from collections.abc import Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.table.format.write_operation import ASSIGNED
 from hoodie_sink.table.write.bucket_assigner import small_files_of
 from hoodie_sink.table.write.context import WriteContext
-from hoodie_sink.table.write.insert_buckets import InsertBuckets, SmallFile, plan_insert_buckets
+from hoodie_sink.table.write.insert_buckets import InsertBuckets, SmallFile, int_spread, plan_insert_buckets
 from hoodie_sink.table.write.routing import columns as route
 
 
 def plan_inserts(ctx: WriteContext, counts: Mapping[str, int], nonce: str) -> InsertBuckets:
     """`counts`: the write's inserts per partition path.  Metadata only: one entry per file
-    group that takes inserts."""
-    small = {
-        part: [SmallFile(bf.file_id, bf.size) for bf in files] for part, files in small_files_of(ctx).items()
-    }
+    group that takes inserts.  Append and bulk_insert never rewrite a file: new file groups only."""
+    small = (
+        {
+            part: [SmallFile(bf.file_id, bf.size) for bf in files]
+            for part, files in small_files_of(ctx).items()
+        }
+        if ctx.plan.operation.writer == ASSIGNED
+        else {}
+    )
     return plan_insert_buckets(counts, small, ctx.plan.sizing, nonce)
 
 
@@ -34,10 +40,14 @@ def with_insert_file_ids(batch: pa.RecordBatch, buckets: InsertBuckets) -> pa.Re
     if not pc.any(todo).as_py():
         return batch
     rows = pc.indices_nonzero(todo)
-    planned = buckets.file_ids_of(
-        pc.take(batch.column(names.index(route.PARTITION)), rows),
-        pc.take(batch.column(names.index(route.KEY)), rows),
+    keys = pc.take(batch.column(names.index(route.KEY)), rows)
+    # keyless records (append) have no key yet: they are spread by their arrival order
+    spread = (
+        None
+        if keys.null_count < len(keys)
+        else int_spread(pc.take(batch.column(names.index(route.ORDER)), rows))
     )
+    planned = buckets.file_ids_of(pc.take(batch.column(names.index(route.PARTITION)), rows), keys, spread)
     # scatter: the planned ids at the insert rows, the tagged ids elsewhere
     where = pc.cumulative_sum(pc.cast(todo, pa.int64()))
     at = pc.max_element_wise(pc.subtract(where, 1), 0)  # clipped: rows before the first insert

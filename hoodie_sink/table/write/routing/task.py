@@ -17,13 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_sink.errors import HoodieTableError, HoodieWriteConflictError
+from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.write.base_file_writer import file_schema
 from hoodie_sink.table.write.context import TaskIdentity, WriteContext, select_data
 from hoodie_sink.table.write.instant_guard import InstantGuard
 from hoodie_sink.table.write.log_writer import rewritten_slices
 from hoodie_sink.table.write.merge import KEY, KIND, ORDER, PART, reduce_changes
 from hoodie_sink.table.write.routing import columns as route
+from hoodie_sink.table.write.routing.checks import check_routed_on
 from hoodie_sink.table.write.upsert.base_file_writes import BaseFileWrites
 from hoodie_sink.table.write.upsert.log_appends import LogAppends
 from hoodie_sink.table.write.upsert.result import TaskOutputs, UpsertResult
@@ -72,16 +73,7 @@ class RoutedTask:
 
     def _take(self, batch: pa.RecordBatch, pool: ThreadPoolExecutor) -> None:
         names = batch.schema.names
-        base = batch.column(names.index(route.BASE))
-        if not pc.all(pc.equal(base, self.ctx.routed_on)).as_py():
-            seen = sorted(set(pc.unique(base).to_pylist()) - {self.ctx.routed_on})
-            raise HoodieWriteConflictError(
-                f"This write's input was routed on the snapshot [{seen[0] or 'no table'}] of {self.ctx.config.path}, "
-                f"but the write started on [{self.ctx.routed_on or 'no table'}]: another write, compaction or "
-                "clustering came between, and the routes may be stale. Nothing of this write is committed. "
-                "Help: route the input again and write again (hoodie_sink.spark.micro_batches does this per "
-                "micro-batch)."
-            )
+        check_routed_on(self.ctx, batch.column(names.index(route.BASE)))
         changes = self._changes(batch)
         fids = batch.column(names.index(route.FILE_ID))
         inserts = np.asarray(batch.column(names.index(route.INSERT)))

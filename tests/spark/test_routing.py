@@ -60,6 +60,36 @@ def test_routed_append_and_bulk_insert_fill_sized_new_file_groups(spark, tmp_pat
     assert got.select("_hoodie_record_key").distinct().count() == 6_000
 
 
+def test_the_tag_tasks_share_the_executors_footer_and_key_cache(spark, tmp_path):
+    """Routed upserts in 8 tag tasks on local[2] (two Python workers, one executor): the footers
+    and key columns they read are kept once in the executor's local directory
+    (index/executor_cache.py; tests/unit/index/test_executor_cache.py shows each is read once)."""
+    import os
+
+    path = str(tmp_path / "t")
+    sized = {
+        **OPTIONS,
+        "hoodie.parquet.max.file.size": "64000",
+        "hoodie.copyonwrite.record.size.estimate": "64",
+    }
+    keys = [f"k{i:05d}" for i in range(6_000)]
+    _write(_df(spark, keys, parts=4).transform(hoodie_sink.spark.route(path, sized)), path, sized)
+    files = {s["fileId"] for s in all_write_stats(path)}
+    for ts in (2, 3):  # the second upsert finds every entry in place
+        upsert = _df(spark, keys[::7], ts=ts, parts=8).transform(
+            hoodie_sink.spark.route(path, sized, parallelism=8)
+        )
+        _write(upsert, path, sized)
+    local_dir = spark.sparkContext.parallelize([0], 1).map(lambda _: os.environ["SPARK_LOCAL_DIRS"]).first()
+    cache = os.path.join(local_dir.split(",")[0], "hoodie-sink-key-cache")
+    names = os.listdir(cache)
+    assert not [n for n in names if n.endswith(".tmp")]
+    assert len([n for n in names if n.endswith(".footer.json")]) >= len(files)
+    assert [n for n in names if n.endswith(".keys.arrow")]
+    assert_table_matches(path, [{"id": k, "p": "ab"[i % 2], "ts": 3 if i % 7 == 0 else 1}
+                                for i, k in enumerate(keys)])  # fmt: skip
+
+
 def test_a_streaming_dataframe_is_refused(spark, tmp_path):
     stream = spark.readStream.format("rate").load()
     with pytest.raises(HoodieConfigError, match="micro_batches"):

@@ -42,7 +42,7 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,7 @@ from hoodie_sink.table.index.bloom import (
     MIN_KEY_FOOTER_KEY,
     BloomFilter,
 )
+from hoodie_sink.table.index.executor_cache import executor_cache
 from hoodie_sink.table.lru_cache import LRUCache
 from hoodie_sink.table.storage import Storage
 
@@ -266,17 +267,61 @@ def read_record_keys(storage: Storage, rel_path: str, key_generator: KeyGenerato
 def cached_bloom(storage: Storage, rel_path: str) -> BloomFilter | None:
     """The parsed bloom filter of one base file through this process's caches (shared: copy it
     before adding keys), or None when the file has none or an unreadable one."""
+    return cached_footer(storage, rel_path).bloom((storage.base_uri, rel_path))
+
+
+def cached_footer(storage: Storage, rel_path: str) -> FileFooter:
+    """The footer entries of one base file: from this process's cache, else the executor's
+    (executor_cache.py), else read from storage (and then kept by both)."""
+    return _FOOTERS.get((storage.base_uri, rel_path)) or _load_footer(storage, rel_path)
+
+
+def _load_footer(storage: Storage, rel_path: str) -> FileFooter:
+    """A footer missing from this process's cache, from the executor's or storage; kept."""
     key = (storage.base_uri, rel_path)
-    ft = _FOOTERS.get(key)
-    if ft is None:
+    shared = executor_cache()
+    if shared is None:
         ft = read_footer(storage, rel_path)
-        _FOOTERS.put(key, ft, ft.nbytes)
-    return ft.bloom(key)
+    else:
+        ft = FileFooter(**shared.footer(key, lambda: asdict(read_footer(storage, rel_path))))
+    _FOOTERS.put(key, ft, ft.nbytes)
+    return ft
+
+
+def _load_record_keys(storage: Storage, rel_path: str, key_generator: KeyGenerator | None) -> pa.Array:
+    """The record keys of one base file (read_record_keys) missing from this process's cache, from
+    the executor's cache (memory-mapped: the executor's workers share one copy) or storage; kept."""
+    key = (storage.base_uri, rel_path)
+    shared = executor_cache()
+    if shared is None:
+        arr = read_record_keys(storage, rel_path, key_generator)
+    else:
+        virtual = key_generator is not None  # keys derived from the record key fields
+        arr = shared.key_column((*key, virtual), lambda: read_record_keys(storage, rel_path, key_generator))
+    _KEYS.put(key, arr, arr.nbytes)
+    return arr
 
 
 def _as_string(values: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     """One contiguous pa.string() array (the type both join sides must share)."""
     return as_strings(values, what, large_ok=False)
+
+
+def _through(
+    cache: LRUCache, wanted: list[tuple[int, Hashable]], load: Callable[[int], Any]
+) -> dict[int, Any]:
+    """The values of `wanted` (file index, cache key): this process's hits first, then the
+    misses loaded in parallel (`load` keeps them in the caches)."""
+    out: dict[int, Any] = {}
+    missing = []
+    for i, key in wanted:
+        value = cache.get(key)
+        if value is None:
+            missing.append(i)
+        else:
+            out[i] = value
+    out.update(zip(missing, _parallel(load, missing), strict=True))
+    return out
 
 
 def _parallel(fn: Callable[[Any], Any], items: list) -> list:
@@ -486,20 +531,8 @@ class KeyIndex:
         return groups, codes
 
     def _footers(self, idx: Iterable[int]) -> dict[int, FileFooter]:
-        out: dict[int, FileFooter] = {}
-        missing = []
-        for i in idx:
-            ft = _FOOTERS.get(self._cache_key(i))
-            if ft is None:
-                missing.append(i)
-            else:
-                out[i] = ft
-        for i, ft in zip(
-            missing, _parallel(lambda j: read_footer(self.storage, self._files[j].path), missing), strict=True
-        ):
-            _FOOTERS.put(self._cache_key(i), ft, ft.nbytes)
-            out[i] = ft
-        return out
+        return _through(_FOOTERS, [(i, self._cache_key(i)) for i in idx],
+                        lambda j: _load_footer(self.storage, self._files[j].path))  # fmt: skip
 
     def _choose_files(self, keys: pa.Array, groups: list[tuple[np.ndarray | None, list[int]]]) -> list[int]:
         """Files that may hold at least one key of their group (range, then bloom where it pays)."""
@@ -546,24 +579,10 @@ class KeyIndex:
         return chosen
 
     def _key_columns(self, idx: list[int]) -> dict[int, pa.Array]:
-        out: dict[int, pa.Array] = {}
-        missing = []
-        for i in idx:
-            arr = _KEYS.get(self._cache_key(i))
-            if arr is None:
-                missing.append(i)
-            else:
-                out[i] = arr
-        for i, arr in zip(
-            missing,
-            _parallel(
-                lambda j: read_record_keys(self.storage, self._files[j].path, self.key_generator), missing
-            ),
-            strict=True,
-        ):
-            _KEYS.put(self._cache_key(i), arr, arr.nbytes)
-            out[i] = arr
-        return out
+        def load(j: int) -> pa.Array:
+            return _load_record_keys(self.storage, self._files[j].path, self.key_generator)
+
+        return _through(_KEYS, [(i, self._cache_key(i)) for i in idx], load)
 
     def _exact_match(
         self, keys: pa.Array, codes: np.ndarray | None, chosen: list[int]

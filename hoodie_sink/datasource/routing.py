@@ -8,8 +8,9 @@ plan in front of it:
 2. each task tags its records against the table's latest snapshot (table/write/routing/tag.py);
    the result is checkpointed locally (read twice: counted, then routed);
 3. the inserts are counted per partition and planned in the driver (metadata only);
-4. each insert gets its planned file group, and the records are shuffled by file group and
-   sorted by it, so each file group is in one write task and its records arrive together.
+4. each insert gets its planned file group (in Spark SQL: table/write/routing/inserts.py), and
+   the records are shuffled by file group and sorted by it, so each file group is in one write
+   task and its records arrive together.
 
 Steps 1 to 3 run when the transform is applied (one Spark job), step 4 when the DataFrame is
 written.  The table must not change in between: the sink refuses routes computed on an older
@@ -100,14 +101,12 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
         .count()
         .collect()
     }
-    if counts:
-        buckets = routing.plan_inserts(ctx, counts, nonce)
-
-        def fill(batches):
-            for batch in batches:
-                yield routing.with_insert_file_ids(batch, buckets)
-
-        tagged = tagged.mapInArrow(fill, out_schema)
+    if counts:  # each insert's file group, in the JVM: a broadcast of one row per partition
+        plan = df.sparkSession.createDataFrame(routing.plan_table(routing.plan_inserts(ctx, counts, nonce)))
+        filled = F.expr(routing.FILE_ID_SQL).alias(routing.FILE_ID)
+        tagged = tagged.join(F.broadcast(plan), routing.PARTITION, "left").select(
+            *[filled if c == routing.FILE_ID else F.col(c) for c in tagged.columns]
+        )
     by_file_group = tagged.repartition(*shuffle(F.col(routing.FILE_ID)))
     return by_file_group.sortWithinPartitions(routing.FILE_ID, *([within] if within else []))
 

@@ -90,6 +90,37 @@ def test_the_tag_tasks_share_the_executors_footer_and_key_cache(spark, tmp_path)
                                 for i, k in enumerate(keys)])  # fmt: skip
 
 
+def test_the_route_fills_insert_file_ids_in_spark_as_the_engine_rule_does(spark):
+    """FILE_ID_SQL (the route's fill, in the JVM) against InsertBuckets.file_ids_of over Spark's
+    xxhash64 (tests/support/routing.py): the same file group for every insert, keyed or keyless."""
+    import random
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from hoodie_sink.table.client import routing
+    from hoodie_sink.table.write.insert_buckets import SmallFile, plan_insert_buckets
+    from hoodie_sink.table.write.plan import FileSizing
+    from tests.support.routing import insert_spreads
+
+    rng = random.Random(9)
+    n = 5_000
+    parts = [rng.choice(["a", "b=1", "c/d"]) for _ in range(n)]
+    keys = [f"k{rng.getrandbits(40)}" if i % 3 else None for i in range(n)]
+    orders = [rng.getrandbits(62) - (1 << 61) for _ in range(n)]
+    counts = {p: parts.count(p) for p in set(parts)}
+    buckets = plan_insert_buckets(counts, {"a": [SmallFile("small-a", 10)]}, FileSizing(64_000, 32_000, 1, 64), "n")
+    rows = pa.table({routing.FILE_ID: pa.nulls(n, pa.string()), routing.PARTITION: parts, routing.KEY: keys,
+                     routing.ORDER: pa.array(orders, pa.int64()), routing.INSERT: [True] * n,
+                     "i": range(n)})  # fmt: skip
+    plan = spark.createDataFrame(routing.plan_table(buckets))
+    got = (spark.createDataFrame(rows).join(F.broadcast(plan), routing.PARTITION, "left")
+           .select("i", F.expr(routing.FILE_ID_SQL).alias("fid")).orderBy("i").collect())  # fmt: skip
+    want = buckets.file_ids_of(pa.array(parts), insert_spreads(pa.array(keys, pa.string()), pa.array(orders)))
+    assert [r.fid for r in got] == want.to_pylist()
+    assert len(set(want.to_pylist())) > 3
+
+
 def test_a_streaming_dataframe_is_refused(spark, tmp_path):
     stream = spark.readStream.format("rate").load()
     with pytest.raises(HoodieConfigError, match="micro_batches"):

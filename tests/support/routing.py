@@ -12,6 +12,7 @@ import zlib
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from hoodie_sink.table.client import routing
 from hoodie_sink.table.format.keygen import KeyGenerator
@@ -26,6 +27,34 @@ def _hash_tasks(values: list, n: int) -> np.ndarray:
 
 def _batches(t: pa.Table, size: int) -> list[pa.RecordBatch]:
     return [b for b in t.combine_chunks().to_batches(max_chunksize=size) if b.num_rows]
+
+
+def spark_xxhash64(values: list[str]) -> np.ndarray:
+    """Spark SQL's xxhash64 (seed 42) of each string, as Spark returns it (a signed long)."""
+    return np.array([xxhash.xxh64_intdigest(v.encode(), seed=42) for v in values], dtype=np.uint64).view(
+        np.int64
+    )
+
+
+def insert_spreads(keys: pa.Array, orders: pa.Array) -> np.ndarray:
+    """The spread of each insert (routing/inserts.py SPREAD_SQL): of its key, or its arrival order."""
+    return spark_xxhash64([k if k is not None else str(o)
+                           for k, o in zip(keys.to_pylist(), orders.to_pylist(), strict=True)])  # fmt: skip
+
+
+def with_insert_file_ids(out: pa.Table, buckets) -> pa.Table:
+    """What the route's FILE_ID_SQL does, in Arrow: each insert's planned file group."""
+    todo = pc.and_(pc.is_null(out.column(routing.FILE_ID)), out.column(routing.INSERT)).combine_chunks()
+    rows = pc.indices_nonzero(todo)
+    planned = buckets.file_ids_of(
+        pc.take(out.column(routing.PARTITION), rows).combine_chunks(),
+        insert_spreads(pc.take(out.column(routing.KEY), rows), pc.take(out.column(routing.ORDER), rows)),
+    )
+    fids = np.asarray(out.column(routing.FILE_ID).to_pylist(), dtype=object)
+    fids[np.asarray(rows)] = np.asarray(planned.to_pylist(), dtype=object)
+    return out.set_column(
+        out.schema.get_field_index(routing.FILE_ID), routing.FILE_ID, pa.array(fids, pa.string())
+    )
 
 
 def route_table(table: pa.Table, path: str, options: dict, tag_tasks: int, write_tasks: int,
@@ -58,10 +87,7 @@ def route_table(table: pa.Table, path: str, options: dict, tag_tasks: int, write
     todo = out.filter(pc.and_(pc.is_null(out.column(routing.FILE_ID)), out.column(routing.INSERT)))
     counts = {r["values"]: r["counts"] for r in pc.value_counts(todo.column(routing.PARTITION)).to_pylist()}
     if counts:
-        buckets = routing.plan_inserts(ctx, counts, nonce)
-        out = pa.Table.from_batches(
-            [routing.with_insert_file_ids(b, buckets) for b in _batches(out, 5)], schema=schema
-        )
+        out = with_insert_file_ids(out, routing.plan_inserts(ctx, counts, nonce))
     fids = out.column(routing.FILE_ID).to_pylist()
     write_of = _hash_tasks(fids, write_tasks)
     per_task = []

@@ -1,6 +1,6 @@
 """The engine side of routing before the sink (docs/design/routing.md), for the Spark adapter's
 `hoodie_sink.spark.route`: the routing snapshot (driver), the tag step (tasks), the insert plan
-(driver, metadata only) and the insert file ids (tasks)."""
+(driver, metadata only) and the insert file ids (tasks, in Spark SQL)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ from hoodie_sink.table.write.routing.columns import (
     is_routed,
     user_schema,
 )
-from hoodie_sink.table.write.routing.inserts import plan_inserts, with_insert_file_ids
+from hoodie_sink.table.write.routing.inserts import FILE_ID_SQL, plan_inserts, plan_table
 from hoodie_sink.table.write.routing.new_file_groups import NewFileGroupTagger
 from hoodie_sink.table.write.routing.tag import RouteTagger
 
 __all__ = [
     "ARRIVAL", "FILE_ID", "INSERT", "KEY", "ORDER", "PARTITION", "ROUTE_FIELDS", "ROUTE_SCHEMA", "RouteTagger",
     "NewFileGroupTagger", "adds_file_groups_only", "check_routable", "is_routed", "plan_inserts",
-    "routing_context", "user_schema", "with_insert_file_ids",
+    "routing_context", "user_schema", "plan_table", "FILE_ID_SQL",
 ]  # fmt: skip
 
 

@@ -5,8 +5,8 @@ Spark runs one Python worker process per concurrent task of an executor, and eac
 in-memory caches (key_index.py): without a shared level, a file's footer and key column are read
 once per worker, and a stream's tasks land on any worker.  Spark hands every Python worker the
 executor's block manager directories in SPARK_LOCAL_DIRS
-(docs/spark/python-datasource.md#worker-environment): local disk that belongs to that executor alone and is deleted when it stops.  This
-cache keeps there, per base file:
+(docs/spark/python-datasource.md#worker-environment): local disk that belongs to that executor
+alone and is deleted when it stops.  This cache keeps there, per base file:
 
 - its footer entries (row count, key range, bloom filter text): a small JSON file;
 - its record key column: an Arrow IPC file, memory-mapped when read (no copy, no decoding), so

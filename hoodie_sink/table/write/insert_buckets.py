@@ -6,9 +6,13 @@ Spark writer's (UpsertPartitioner.assignInserts and getPartition):
 - a partition's inserts first fill its small files, each with as many records as it has room for;
 - the rest go to new file groups of `FileSizing.records_per_file_group` records, the last one
   taking the remainder;
-- each bucket owns a share of the key-hash range in proportion to its records.
+- each bucket owns a share of the key-hash range in proportion to its records: an insert whose
+  spread (Spark's xxhash64 of its record key; of its arrival order for a keyless record) modulo
+  the partition's inserts falls in [end of the previous bucket, end of the bucket) goes there.
 
-A key's bucket therefore depends on the key and the plan alone. A retried task routes its records
+The route's tasks apply this rule in Spark SQL (routing/inserts.py), this module in Arrow
+(`file_ids_of`: the unit tests' route, which checks the two agree).  A key's bucket depends on the key and
+the plan alone. A retried task routes its records
 the same way, whatever order they come in, and two tasks never disagree on a file group.
 """
 
@@ -23,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.table.format.file_group import file_id
-from hoodie_sink.table.index.bucket import java_string_hashes
 from hoodie_sink.table.write.plan import FileSizing
 
 # namespace of the new file ids of routed writes (uuid5 of nonce/partition/number)
@@ -46,6 +49,11 @@ class PartitionBuckets:
     def inserts(self) -> int:
         return sum(self.records)
 
+    @property
+    def ends(self) -> tuple[int, ...]:
+        """Where each bucket's share of the range [0, inserts) ends."""
+        return tuple(np.cumsum(self.records, dtype=np.int64).tolist())
+
 
 @dataclass(frozen=True)
 class InsertBuckets:
@@ -53,16 +61,16 @@ class InsertBuckets:
 
     by_partition: Mapping[str, PartitionBuckets]
 
-    def file_ids_of(self, partitions: pa.Array, keys: pa.Array, spread: np.ndarray | None = None) -> pa.Array:
-        """The target file id of each insert (partition path, record key); strings, aligned.
-        `spread`: the records' own 64-bit hashes, instead of their keys' (keyless records)."""
-        if len(partitions) != len(keys):
-            raise ValueError(f"{len(partitions)} partition paths for {len(keys)} record keys")
-        if not len(keys):
+    def file_ids_of(self, partitions: pa.Array, spread: np.ndarray) -> pa.Array:
+        """The target file id of each insert, from its partition path and its `spread` (int64): the
+        route's hash of its record key (routing/inserts.py: SPREAD_SQL)."""
+        if len(partitions) != len(spread):
+            raise ValueError(f"{len(partitions)} partition paths for {len(spread)} spreads")
+        if not len(spread):
             return pa.array([], pa.string())
-        target = np.empty(len(keys), dtype=np.int64)  # into file_ids, every partition's buckets in turn
+        spread = np.asarray(spread, dtype=np.int64)
+        target = np.empty(len(spread), dtype=np.int64)  # into file_ids, every partition's buckets in turn
         file_ids: list[str] = []
-        spread = key_spread(keys) if spread is None else spread
         codes = pc.dictionary_encode(partitions)
         indices = np.asarray(codes.indices.fill_null(-1))
         if (indices < 0).any():
@@ -77,9 +85,8 @@ class InsertBuckets:
             buckets = self.by_partition.get(part)
             if buckets is None or not buckets.inserts:
                 raise KeyError(f"no insert bucket planned for partition {part!r}: its count was missed")
-            bounds = np.cumsum(np.asarray(buckets.records, dtype=np.uint64))
-            share = spread[rows] % np.uint64(buckets.inserts)  # the key's place in the partition's range
-            target[rows] = len(file_ids) + np.searchsorted(bounds, share, side="right")
+            share = np.mod(spread[rows], buckets.inserts)  # the key's place in the partition's range
+            target[rows] = len(file_ids) + np.searchsorted(buckets.ends, share, side="right")
             file_ids.extend(buckets.file_ids)
         return pa.array(file_ids, pa.string()).take(pa.array(target))
 
@@ -126,26 +133,3 @@ def new_file_id(nonce: str, partition: str, number: int) -> str:
     """The id of new file group `number` of `partition` in the write drawn `nonce`: a UUID and
     "-0", the shape of Hudi's file ids (docs/hudi/format.md)."""
     return file_id(str(uuid.uuid5(_NEW_FILE_GROUP_NS, f"{nonce}/{partition}/{number}")), 0)
-
-
-def key_spread(keys: pa.Array) -> np.ndarray:
-    """A 64-bit hash of each record key (uint64), well spread even for keys that differ in one
-    character: Java's String.hashCode (vectorised in index/bucket.py) mixed with the key's length
-    through splitmix64's finaliser. Only the spread matters here; no reader depends on it."""
-    h = java_string_hashes(keys).view(np.uint32).astype(np.uint64)
-    lengths = np.asarray(pc.utf8_length(keys).fill_null(0), dtype=np.uint64)
-    return _mixed(h ^ (lengths << np.uint64(32)))
-
-
-def int_spread(values: pa.Array) -> np.ndarray:
-    """A 64-bit hash (uint64) of each integer, e.g. a keyless record's arrival order."""
-    return _mixed(np.asarray(values.fill_null(0), dtype=np.int64).view(np.uint64))
-
-
-def _mixed(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: every input bit moves every output bit."""
-    with np.errstate(over="ignore"):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))

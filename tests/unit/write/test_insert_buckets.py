@@ -12,11 +12,11 @@ import pytest
 
 from hoodie_sink.table.write.insert_buckets import (
     SmallFile,
-    key_spread,
     new_file_id,
     plan_insert_buckets,
 )
 from hoodie_sink.table.write.plan import FileSizing
+from tests.support.routing import spark_xxhash64
 
 MB = 1024 * 1024
 # 120 MB files at 1 KB a record: a new file group takes 122,880 records; small below 100 MB
@@ -69,7 +69,7 @@ def test_every_insert_lands_in_a_bucket_of_its_partition_about_as_planned(seed):
     part_of_row = [p for p in parts for _ in range(counts[p])]
     rng.shuffle(part_of_row)
     keys = _keys(len(part_of_row), seed)
-    fids = plan.file_ids_of(pa.array(part_of_row), pa.array(keys)).to_pylist()
+    fids = plan.file_ids_of(pa.array(part_of_row), spark_xxhash64(keys)).to_pylist()
     landed = Counter(zip(part_of_row, fids, strict=True))
     for p in parts:
         buckets = plan.by_partition[p]
@@ -86,7 +86,9 @@ def test_every_insert_lands_in_a_bucket_of_its_partition_about_as_planned(seed):
     half = len(order) // 2
     again = {}
     for chunk in (order[:half], order[half:]):
-        got = plan.file_ids_of(pa.array([part_of_row[i] for i in chunk]), pa.array([keys[i] for i in chunk]))
+        got = plan.file_ids_of(
+            pa.array([part_of_row[i] for i in chunk]), spark_xxhash64([keys[i] for i in chunk])
+        )
         again.update(zip(chunk, got.to_pylist(), strict=True))
     assert [again[i] for i in range(len(keys))] == fids
 
@@ -94,21 +96,21 @@ def test_every_insert_lands_in_a_bucket_of_its_partition_about_as_planned(seed):
 def test_keys_that_differ_in_one_character_spread_over_the_buckets():
     keys = [f"key-{i}" for i in range(100_000)]
     plan = plan_insert_buckets({"p": 100_000}, {}, FileSizing(MB, 0, 1, 100), "n")
-    sizes = Counter(plan.file_ids_of(pa.array(["p"] * len(keys)), pa.array(keys)).to_pylist())
+    sizes = Counter(plan.file_ids_of(pa.array(["p"] * len(keys)), spark_xxhash64(keys)).to_pylist())
     # ten new file groups of 10,485 records (the last one 5,635): none empty, none twice its share
     assert len(sizes) == 10
     buckets = plan.by_partition["p"]
     for fid, planned in zip(buckets.file_ids, buckets.records, strict=True):
         assert 0.8 * planned <= sizes[fid] <= 1.2 * planned
-    assert len(set(key_spread(pa.array(keys)).tolist())) == len(keys)
+    assert len(set(spark_xxhash64(keys).tolist())) == len(keys)
 
 
 def test_refusals_name_the_cause():
     plan = plan_insert_buckets({"p": 10}, {}, SIZING, nonce="n")
     with pytest.raises(KeyError, match="'q'"):
-        plan.file_ids_of(pa.array(["q"]), pa.array(["k"]))
+        plan.file_ids_of(pa.array(["q"]), spark_xxhash64(["k"]))
     with pytest.raises(ValueError, match="without a partition path"):
-        plan.file_ids_of(pa.array([None], pa.string()), pa.array(["k"]))
-    with pytest.raises(ValueError, match="2 partition paths for 1 record keys"):
-        plan.file_ids_of(pa.array(["p", "p"]), pa.array(["k"]))
-    assert plan.file_ids_of(pa.array([], pa.string()), pa.array([], pa.string())).to_pylist() == []
+        plan.file_ids_of(pa.array([None], pa.string()), spark_xxhash64(["k"]))
+    with pytest.raises(ValueError, match="2 partition paths for 1 spreads"):
+        plan.file_ids_of(pa.array(["p", "p"]), spark_xxhash64(["k"]))
+    assert plan.file_ids_of(pa.array([], pa.string()), spark_xxhash64([])).to_pylist() == []

@@ -66,15 +66,14 @@ class HoodieBatchWriter(DataSourceArrowWriter):
         extra, label = None, "write"
         batch_id = self.ctx.config.foreach_batch_id
         if batch_id is not None:  # a micro-batch written by hoodie_sink.spark.micro_batches
-            storage = self.ctx.storage
-            checkpoints = streaming.committed_checkpoints(storage)
-            identifier = self.identifier
-            if streaming.batch_committed(checkpoints, identifier, batch_id):
-                log.info("hoodie: micro-batch %d already committed for %s; dropped", batch_id, identifier)
+            adds = streaming.micro_batch_commit(self.ctx.storage, self.identifier, batch_id)
+            if adds is None:
+                log.info(
+                    "hoodie: micro-batch %d already committed for %s; dropped", batch_id, self.identifier
+                )
                 client.abort(self.ctx)  # a replay raced a commit: drop the duplicate
                 return
-            extra = streaming.with_checkpoint(checkpoints, identifier, batch_id)
-            label = f"micro-batch {batch_id} of {identifier}"
+            extra, label = adds
         try:
             client.complete(self.ctx, results_of(messages), extra, label=label)
         except HoodieCommitStateUnknown:

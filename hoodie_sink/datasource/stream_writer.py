@@ -116,15 +116,14 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
         ctx = streaming.load_context(storage, ref)
         if ctx is None:
             raise RuntimeError(f"hoodie: no write context for micro-batch {batchId} ({ref.ctx_path})")
-        checkpoints = streaming.committed_checkpoints(storage)  # one timeline load for both uses
-        if streaming.batch_committed(checkpoints, self.identifier, batchId):
+        adds = streaming.micro_batch_commit(storage, self.identifier, batchId)
+        if adds is None:
             client.abort(ctx)  # a replay raced a commit: drop the duplicate
             return
         # raises HoodieCommitStateUnknown if the commit may have landed: Spark then calls abort,
         # which deletes nothing once the completed file exists, and a restart replays this batch,
         # which is skipped if its checkpoint is committed
-        extra = streaming.with_checkpoint(checkpoints, self.identifier, batchId)
-        label = f"micro-batch {batchId} of {self.identifier}"
+        extra, label = adds
         try:
             client.complete(ctx, [m.result for m in written if m.result is not None], extra, label=label)
         except HoodieWriteConflictError as conflict:
@@ -152,13 +151,13 @@ class HoodieStreamWriter(DataSourceStreamArrowWriter):
                         self.cfg.stream_retries, wait_s, conflict)  # fmt: skip
             time.sleep(wait_s)
             wait_s *= 2
-            checkpoints = streaming.committed_checkpoints(storage)
-            if streaming.batch_committed(checkpoints, self.identifier, batch_id):
+            adds = streaming.micro_batch_commit(storage, self.identifier, batch_id)
+            if adds is None:
                 return
             ctx = client.begin(self.cfg, self.arrow_schema)
             try:
                 result = client.write_task(ctx, TaskIdentity(only_task=True), read_spooled(storage, inputs))
-                extra = streaming.with_checkpoint(checkpoints, self.identifier, batch_id)
+                extra = adds[0]
                 client.complete(ctx, [result], extra, label=f"{label} (retry {attempt})")
                 return
             except HoodieWriteConflictError as again:

@@ -109,7 +109,9 @@ def test_the_route_fills_insert_file_ids_in_spark_as_the_engine_rule_does(spark)
     keys = [f"k{rng.getrandbits(40)}" if i % 3 else None for i in range(n)]
     orders = [rng.getrandbits(62) - (1 << 61) for _ in range(n)]
     counts = {p: parts.count(p) for p in set(parts)}
-    buckets = plan_insert_buckets(counts, {"a": [SmallFile("small-a", 10)]}, FileSizing(64_000, 32_000, 1, 64), "n")
+    buckets = plan_insert_buckets(
+        counts, {"a": [SmallFile("small-a", 10)]}, FileSizing(64_000, 32_000, 1, 64), "n"
+    )
     rows = pa.table({routing.FILE_ID: pa.nulls(n, pa.string()), routing.PARTITION: parts, routing.KEY: keys,
                      routing.ORDER: pa.array(orders, pa.int64()), routing.INSERT: [True] * n,
                      "i": range(n)})  # fmt: skip

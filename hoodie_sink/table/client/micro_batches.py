@@ -12,6 +12,7 @@ from hoodie_sink.table.write.streaming import (
     default_identifier,
     forget_batch,
     load_context,
+    micro_batch_commit,
     with_checkpoint,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "default_identifier",
     "forget_batch",
     "load_context",
+    "micro_batch_commit",
     "with_checkpoint",
 ]

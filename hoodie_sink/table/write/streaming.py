@@ -80,6 +80,16 @@ def with_checkpoint(checkpoints: dict[str, str], identifier: str, batch_id: int)
     return {CHECKPOINT_KEY: json.dumps({**checkpoints, identifier: str(batch_id)}, sort_keys=True)}
 
 
+def micro_batch_commit(storage: Storage, identifier: str, batch_id: int) -> tuple[dict[str, str], str] | None:
+    """What the commit of micro-batch `batch_id` adds (its checkpoint extraMetadata, its report
+    label), or None when the table holds the batch already: a replay raced its commit, and the
+    caller aborts this write as a duplicate.  One timeline load for both."""
+    checkpoints = committed_checkpoints(storage)
+    if batch_committed(checkpoints, identifier, batch_id):
+        return None
+    return with_checkpoint(checkpoints, identifier, batch_id), f"micro-batch {batch_id} of {identifier}"
+
+
 def is_committed(storage: Storage, identifier: str, batch_id: int, timeline: Timeline | None = None) -> bool:
     return batch_committed(committed_checkpoints(storage, timeline), identifier, batch_id)
 

@@ -23,8 +23,9 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 
+import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -71,15 +72,26 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
     nonce = uuid.uuid4().hex
     ctx, fingerprint = routing.routing_context(cfg, spark_to_arrow(df.schema), nonce)
     out_schema = StructType(df.schema.fields + arrow_to_spark(routing.ROUTE_SCHEMA).fields)
-    arriving = df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
+    records: dict[str, int] = {}  # the records of each file group
+    inserts: dict[str, int] = {}  # the inserts of each partition
     if routing.adds_file_groups_only(op):  # append, bulk_insert: no lookup, nothing to combine
-
-        def tag_new(batches):
-            yield from routing.NewFileGroupTagger(ctx, fingerprint).tag(batches)
-
-        tagged = arriving.mapInArrow(tag_new, out_schema).localCheckpoint(eager=True)
-        # bulk_insert writes each file sorted by key; append keeps the input's order
-        within = routing.KEY if op.sorts_by_key else routing.ORDER
+        located = _record_locations(df, ctx)
+        # a first pass counts the records of each partition path (only the location's columns
+        # go to Python); the second is one pipeline with the write: nothing is kept
+        inserts = dict(df.select(located.getField("partition").alias("p")).groupBy("p").count().collect())
+        tagged = df.withColumn(_LOCATION, located).select(
+            *[F.col(c) for c in df.columns],
+            F.lit(None).cast("string").alias(routing.FILE_ID),
+            F.col(_LOCATION).getField("partition").alias(routing.PARTITION),
+            F.col(_LOCATION).getField("key").alias(routing.KEY),
+            F.monotonically_increasing_id().alias(routing.ORDER),
+            F.lit(0).cast("tinyint").alias(routing.KIND),  # an upsert of a new record
+            F.lit(True).alias(routing.INSERT),
+            F.lit(False).alias(routing.REWRITE),
+            F.lit(fingerprint).alias(routing.BASE),
+        )
+        # bulk_insert writes each file sorted by key, as Hudi's bulk_insert sorts
+        within = routing.KEY if op.sorts_by_key else None
     else:
         key_columns = [F.col(c) for c in ctx.config.record_key_fields]
 
@@ -88,27 +100,87 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
             yield from routing.RouteTagger(ctx, fingerprint, tc.partitionId() if tc else 0).tag(batches)
 
         tagged = (
-            arriving.repartition(*shuffle(*key_columns))
+            df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
+            .repartition(*shuffle(*key_columns))
             .sortWithinPartitions(*key_columns)
             .mapInArrow(tag, out_schema)
             .localCheckpoint(eager=True)
         )
         within = None
-    counts = {
-        row[0]: row[1]
-        for row in tagged.where(F.col(routing.FILE_ID).isNull() & F.col(routing.INSERT))
-        .groupBy(routing.PARTITION)
-        .count()
-        .collect()
-    }
-    if counts:  # each insert's file group, in the JVM: a broadcast of one row per partition
-        plan = df.sparkSession.createDataFrame(routing.plan_table(routing.plan_inserts(ctx, counts, nonce)))
+        # one small job over the kept result: the records of each file group, the inserts of each partition
+        for fid, part, insert, n in (
+            tagged.groupBy(routing.FILE_ID, routing.PARTITION, routing.INSERT).count().collect()
+        ):
+            if fid is not None:
+                records[fid] = records.get(fid, 0) + n
+            elif insert:
+                inserts[part] = inserts.get(part, 0) + n
+    if inserts:  # each insert's file group, in the JVM: a broadcast of one row per partition
+        buckets = routing.plan_inserts(ctx, inserts, nonce)
+        for planned in buckets.by_partition.values():
+            for fid, n in zip(planned.file_ids, planned.records, strict=True):
+                records[fid] = records.get(fid, 0) + n
+        plan = df.sparkSession.createDataFrame(routing.plan_table(buckets))
         filled = F.expr(routing.FILE_ID_SQL).alias(routing.FILE_ID)
         tagged = tagged.join(F.broadcast(plan), routing.PARTITION, "left").select(
             *[filled if c == routing.FILE_ID else F.col(c) for c in tagged.columns]
         )
-    by_file_group = tagged.repartition(*shuffle(F.col(routing.FILE_ID)))
-    return by_file_group.sortWithinPartitions(routing.FILE_ID, *([within] if within else []))
+    # each file group to the write task planned for it (a broadcast of one row per file group)
+    tasks = parallelism or max(1, min(len(records), df.sparkSession.sparkContext.defaultParallelism))
+    task_of = routing.assign_write_tasks(ctx, records, tasks)
+    lands_on = _keys_landing_on(df.sparkSession, tasks)
+    placement = df.sparkSession.createDataFrame(
+        pa.table({routing.FILE_ID: pa.array(list(task_of), pa.string()),
+                  _TASK: pa.array([lands_on[t] for t in task_of.values()], pa.int64())})
+    )  # fmt: skip
+    placed = tagged.join(F.broadcast(placement), routing.FILE_ID, "left").select(*tagged.columns, _TASK)
+    return (
+        placed.repartition(tasks, F.col(_TASK))
+        .sortWithinPartitions(routing.FILE_ID, *([within] if within else []))
+        .drop(_TASK)
+    )
+
+
+_LOCATION = "_hoodie_route_location"
+
+
+def _record_locations(df: DataFrame, ctx) -> Column:
+    """A struct (partition path, record key) per record, derived in Python by the write's key
+    generator from the columns it reads alone (a scalar Arrow UDF: the others stay in the JVM)."""
+    columns = routing.location_source_columns(ctx)
+    if not columns:  # keyless and not partitioned
+        return F.struct(F.lit("").alias("partition"), F.lit(None).cast("string").alias("key"))
+
+    # routing.LOCATION_TYPE; the type hints make it a scalar UDF (PySpark's stubs want the
+    # functionType argument, which PySpark then warns is not preferred)
+    @F.arrow_udf("struct<partition: string, key: string>")  # type: ignore[call-overload]
+    def locate(*arrays: pa.Array) -> pa.Array:
+        batch = pa.RecordBatch.from_arrays([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+                                            for a in arrays], names=columns)  # fmt: skip
+        return routing.record_locations(ctx, batch)
+
+    return locate(*[F.col(c) for c in columns])
+
+
+_TASK = "_hoodie_route_task"  # the route's last shuffle puts each row on the task of this key
+_LANDING: dict[int, list[int]] = {}
+
+
+def _keys_landing_on(spark, tasks: int) -> list[int]:
+    """For each task t of a shuffle into `tasks` partitions by one bigint column, a value Spark
+    puts on partition t: a hash partitioning sends v to pmod(hash(v), tasks) (Murmur3, seed 42,
+    the SQL `hash`), so the smallest such v per partition is looked up once, by Spark itself."""
+    if tasks not in _LANDING:
+        found = dict(
+            spark.range(0, 64 * tasks)
+            .groupBy(F.pmod(F.hash("id"), F.lit(tasks)).alias("t"))
+            .agg(F.min("id"))
+            .collect()
+        )
+        if len(found) != tasks:
+            raise RuntimeError(f"no bigint lands on {tasks - len(found)} of {tasks} shuffle partitions")
+        _LANDING[tasks] = [found[t] for t in range(tasks)]
+    return _LANDING[tasks]
 
 
 def micro_batches(

@@ -66,11 +66,17 @@ def route_table(table: pa.Table, path: str, options: dict, tag_tasks: int, write
     ctx, fingerprint = routing.routing_context(cfg, table.schema, nonce)
     table = table.append_column(routing.ARRIVAL, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     tagged: list[pa.RecordBatch] = []
-    if routing.adds_file_groups_only(op):  # tagged where they are: tasks of consecutive rows
-        for rows in np.array_split(np.arange(table.num_rows), tag_tasks):
-            part = table.take(pa.array(rows, pa.int64()))
-            tagged += list(routing.NewFileGroupTagger(ctx, fingerprint).tag(_batches(part, batch_rows)))
-        within = routing.KEY if op.sorts_by_key else routing.ORDER
+    if routing.adds_file_groups_only(op):  # located where they are, in batches of the input
+        for batch in _batches(table, batch_rows):
+            loc = routing.record_locations(ctx, batch)
+            n = batch.num_rows
+            users = [batch.column(i) for i in range(batch.num_columns - 1)]  # without ARRIVAL
+            tagged.append(pa.RecordBatch.from_arrays(users + [
+                pa.nulls(n, pa.string()), loc.field("partition"), loc.field("key"), batch.column(routing.ARRIVAL),
+                pa.repeat(pa.scalar(0, pa.int8()), n), pa.repeat(pa.scalar(True), n), pa.repeat(pa.scalar(False), n),
+                pa.repeat(pa.scalar(fingerprint), n),
+            ], names=batch.schema.names[:-1] + [f.name for f in routing.ROUTE_FIELDS]))  # fmt: skip
+        within = routing.KEY if op.sorts_by_key else None
     else:
         keys = KeyGenerator(ctx.plan.keygen).record_keys(table.to_batches()[0] if table.num_rows else table)
         task_of = _hash_tasks(pa.array(keys).to_pylist(), tag_tasks)

@@ -12,23 +12,33 @@ from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write.coordinator import routing_context
 from hoodie_sink.table.write.routing.columns import (
     ARRIVAL,
+    BASE,
     FILE_ID,
     INSERT,
     KEY,
+    KIND,
     ORDER,
     PARTITION,
+    REWRITE,
     ROUTE_FIELDS,
     ROUTE_SCHEMA,
     is_routed,
     user_schema,
 )
 from hoodie_sink.table.write.routing.inserts import FILE_ID_SQL, plan_inserts, plan_table
-from hoodie_sink.table.write.routing.new_file_groups import NewFileGroupTagger
+from hoodie_sink.table.write.routing.new_file_groups import (
+    LOCATION_TYPE,
+    location_source_columns,
+    record_locations,
+)
 from hoodie_sink.table.write.routing.tag import RouteTagger
+from hoodie_sink.table.write.routing.write_tasks import assign_write_tasks
 
 __all__ = [
     "ARRIVAL", "FILE_ID", "INSERT", "KEY", "ORDER", "PARTITION", "ROUTE_FIELDS", "ROUTE_SCHEMA", "RouteTagger",
-    "NewFileGroupTagger", "adds_file_groups_only", "check_routable", "is_routed", "plan_inserts",
+    "BASE", "KIND", "REWRITE",
+    "LOCATION_TYPE", "adds_file_groups_only", "assign_write_tasks", "location_source_columns",
+    "record_locations", "check_routable", "is_routed", "plan_inserts",
     "routing_context", "user_schema", "plan_table", "FILE_ID_SQL",
 ]  # fmt: skip
 

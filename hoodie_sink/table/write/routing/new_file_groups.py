@@ -1,11 +1,13 @@
 """Routing of the operations that only add file groups: append and bulk_insert
 (docs/design/routing.md#operations-that-only-add-file-groups).
 
-They look nothing up and combine nothing, so the route needs no shuffle by key: each task of the
-user's input tags its records where they are (`NewFileGroupTagger`: partition path, record key,
-arrival order), the route plans sized new file groups for the whole write from the counts per
-partition (inserts.py, with no small files to fill: these operations never rewrite a file), and
-shuffles the records by file group.  The sink's task (`NewFileGroupTask`) then streams each file
+They look nothing up and combine nothing, so the route needs no shuffle by key, keeps nothing, and
+sends to Python only the columns that partition paths and record keys are derived from
+(`record_locations`, a scalar Arrow UDF: the other columns stay in the JVM).  A first pass counts
+the records of each partition path; the route plans sized new file groups for the whole write from
+those counts (inserts.py, with no small files to fill: these operations never rewrite a file);
+then, in one pipeline with the write, Spark SQL gives each record its file group and the records
+are shuffled by file group.  The sink's task (`NewFileGroupTask`) then streams each file
 group it gets into its base file, as the unrouted append and bulk_insert tasks write theirs;
 without the route each of those tasks opens its own file groups in every partition it sees.
 
@@ -16,7 +18,7 @@ as the unrouted append task does (append_task.generated_keys)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,39 +28,36 @@ from hoodie_sink.table.write.append_task import generated_keys
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter, file_schema
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext, keygen_for, select_data
 from hoodie_sink.table.write.instant_guard import InstantGuard
-from hoodie_sink.table.write.merge import UPSERT
 from hoodie_sink.table.write.routing import columns as route
 from hoodie_sink.table.write.routing.checks import check_routed_on
 
 
-class NewFileGroupTagger:
-    """The tag step of an append or bulk_insert route, in one task of the user's input."""
+def location_source_columns(ctx: WriteContext) -> list[str]:
+    """The top-level columns a record's partition path and record key are derived from (`a.b`
+    reads `a`): all that the route's Python step is given."""
+    out: list[str] = []
+    for f in (*ctx.plan.keygen.partition_fields, *ctx.config.record_key_fields):
+        head = f.partition(".")[0]
+        if head not in out:
+            out.append(head)
+    return out
 
-    def __init__(self, ctx: WriteContext, fingerprint: str):
-        self.keygen = keygen_for(ctx)
-        self.keyless = not ctx.config.record_key_fields
-        self.fingerprint = fingerprint
 
-    def tag(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """The task's rows (the user's columns and ARRIVAL) with the route columns, file id unset."""
-        for batch in batches:
-            n = batch.num_rows
-            if not n:
-                continue
-            arrival = batch.schema.get_field_index(route.ARRIVAL)
-            keys = pa.nulls(n, pa.string()) if self.keyless else self.keygen.record_keys(batch)
-            cols = [batch.column(i) for i in range(batch.num_columns) if i != arrival] + [
-                pa.nulls(n, pa.string()),
-                self.keygen.partition_paths(batch),
-                keys,
-                batch.column(arrival),
-                pa.repeat(pa.scalar(UPSERT, pa.int8()), n),
-                pa.repeat(pa.scalar(True), n),
-                pa.repeat(pa.scalar(False), n),
-                pa.repeat(pa.scalar(self.fingerprint, pa.string()), n),
-            ]
-            names = [n for n in batch.schema.names if n != route.ARRIVAL] + list(route.ROUTE_COLUMNS)
-            yield pa.RecordBatch.from_arrays(cols, names=names)
+LOCATION_TYPE = pa.struct([("partition", pa.string()), ("key", pa.string())])
+
+
+def record_locations(ctx: WriteContext, batch: pa.RecordBatch) -> pa.StructArray:
+    """The partition path and record key (null for a keyless record) of each record of `batch`
+    (its location source columns), as the write's key generator derives them."""
+    keygen = keygen_for(ctx)
+    n = batch.num_rows
+    keys = pa.nulls(n, pa.string()) if not ctx.config.record_key_fields else keygen.record_keys(batch)
+    parts = keygen.partition_paths(batch) if ctx.plan.keygen.partition_fields else pa.repeat(pa.scalar(""), n)
+    return pa.StructArray.from_arrays([_array(parts), _array(keys)], fields=list(LOCATION_TYPE))
+
+
+def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 class NewFileGroupTask:
@@ -120,7 +119,14 @@ class NewFileGroupTask:
 
     def _open_file_group(self, fid: str | None, partition_path: str) -> None:
         self._close_file_group()
-        if fid is None or fid in self._written or fid in self.ctx.slices_by_id:
+        if fid is None:
+            raise HoodieTableError(
+                f"Records of partition '{partition_path}' reached the write without a planned file group: the "
+                "route counted its input's partitions in one pass and tagged it in another, and the input changed "
+                "in between (a DataFrame that is not deterministic). Nothing of this write is committed. Help: "
+                "persist or checkpoint the DataFrame before hoodie_sink.spark.route."
+            )
+        if fid in self._written or fid in self.ctx.slices_by_id:
             raise HoodieTableError(
                 f"The routed input of this task holds records of file group {fid} that are not one run of new "
                 "records: it was reordered or filtered after hoodie_sink.spark.route. Nothing of this write is "

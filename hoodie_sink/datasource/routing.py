@@ -7,10 +7,13 @@ plan in front of it:
    `parallelism` tasks and sorted by them;
 2. each task tags its records against the table's latest snapshot (table/write/routing/tag.py);
    the result is checkpointed locally (read twice: counted, then routed);
-3. the inserts are counted per partition and planned in the driver (metadata only);
+3. the inserts are counted per partition and planned in the driver (metadata only), and each
+   file group is given a write task (table/write/routing/write_tasks.py);
 4. each insert gets its planned file group (in Spark SQL: table/write/routing/inserts.py), and
-   the records are shuffled by file group and sorted by it, so each file group is in one write
-   task and its records arrive together.
+   the records are shuffled to their file group's task and sorted by file group, so each file
+   group is in one write task and its records arrive together.
+
+Append and bulk_insert skip steps 1 and 2 (table/write/routing/new_file_groups.py).
 
 Steps 1 to 3 run when the transform is applied (one Spark job), step 4 when the DataFrame is
 written.  The table must not change in between: the sink refuses routes computed on an older
@@ -46,7 +49,8 @@ def route(
     """A function for `DataFrame.transform` that routes a batch DataFrame to the file groups of
     the Hudi table at `path` (created by the write if absent); write its result with
     `.write.format("hoodie")` and the same options.  `parallelism`: the tasks of the tag step and
-    of the write (default: Spark's shuffle partitions, as adaptive execution coalesces them)."""
+    of the write (default: Spark's shuffle partitions, as adaptive execution coalesces them, for
+    the tag step; Spark's default parallelism, at most one task per file group, for the write)."""
     opts = dict(options or {})
 
     def transform(df: DataFrame) -> DataFrame:

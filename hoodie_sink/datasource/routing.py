@@ -75,50 +75,14 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
     op = routing.check_routable(cfg)
     nonce = uuid.uuid4().hex
     ctx, fingerprint = routing.routing_context(cfg, spark_to_arrow(df.schema), nonce)
-    out_schema = StructType(df.schema.fields + arrow_to_spark(routing.ROUTE_SCHEMA).fields)
-    records: dict[str, int] = {}  # the records of each file group
-    inserts: dict[str, int] = {}  # the inserts of each partition
     if routing.adds_file_groups_only(op):  # append, bulk_insert: no lookup, nothing to combine
-        located = _record_locations(df, ctx)
-        # a first pass counts the records of each partition path (only the location's columns
-        # go to Python); the second is one pipeline with the write: nothing is kept
-        inserts = dict(df.select(located.getField("partition").alias("p")).groupBy("p").count().collect())
-        tagged = df.withColumn(_LOCATION, located).select(
-            *[F.col(c) for c in df.columns],
-            F.lit(None).cast("string").alias(routing.FILE_ID),
-            F.col(_LOCATION).getField("partition").alias(routing.PARTITION),
-            F.col(_LOCATION).getField("key").alias(routing.KEY),
-            F.monotonically_increasing_id().alias(routing.ORDER),
-            F.lit(0).cast("tinyint").alias(routing.KIND),  # an upsert of a new record
-            F.lit(True).alias(routing.INSERT),
-            F.lit(False).alias(routing.REWRITE),
-            F.lit(fingerprint).alias(routing.BASE),
-        )
+        tagged, inserts = _located(df, ctx, fingerprint)
+        records: dict[str, int] = {}
         # bulk_insert writes each file sorted by key, as Hudi's bulk_insert sorts
-        within = routing.KEY if op.sorts_by_key else None
+        within = [routing.KEY] if op.sorts_by_key else []
     else:
-        key_columns = [F.col(c) for c in ctx.config.record_key_fields]
-
-        def tag(batches):
-            tc = TaskContext.get()
-            yield from routing.RouteTagger(ctx, fingerprint, tc.partitionId() if tc else 0).tag(batches)
-
-        tagged = (
-            df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
-            .repartition(*shuffle(*key_columns))
-            .sortWithinPartitions(*key_columns)
-            .mapInArrow(tag, out_schema)
-            .localCheckpoint(eager=True)
-        )
-        within = None
-        # one small job over the kept result: the records of each file group, the inserts of each partition
-        for fid, part, insert, n in (
-            tagged.groupBy(routing.FILE_ID, routing.PARTITION, routing.INSERT).count().collect()
-        ):
-            if fid is not None:
-                records[fid] = records.get(fid, 0) + n
-            elif insert:
-                inserts[part] = inserts.get(part, 0) + n
+        tagged, records, inserts = _tagged(df, ctx, fingerprint, shuffle)
+        within = []
     if inserts:  # each insert's file group, in the JVM: a broadcast of one row per partition
         buckets = routing.plan_inserts(ctx, inserts, nonce)
         for planned in buckets.by_partition.values():
@@ -129,20 +93,77 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
         tagged = tagged.join(F.broadcast(plan), routing.PARTITION, "left").select(
             *[filled if c == routing.FILE_ID else F.col(c) for c in tagged.columns]
         )
-    # each file group to the write task planned for it (a broadcast of one row per file group)
-    tasks = parallelism or max(1, min(len(records), df.sparkSession.sparkContext.defaultParallelism))
+    return _by_write_task(tagged, ctx, records, parallelism).sortWithinPartitions(routing.FILE_ID, *within)
+
+
+def _tagged(
+    df: DataFrame, ctx, fingerprint: str, shuffle
+) -> tuple[DataFrame, dict[str, int], dict[str, int]]:
+    """Keyed operations: the records shuffled by key, tagged against the snapshot and kept (a local
+    checkpoint); the records of each file group and the inserts of each partition."""
+    key_columns = [F.col(c) for c in ctx.config.record_key_fields]
+    out_schema = StructType(df.schema.fields + arrow_to_spark(routing.ROUTE_SCHEMA).fields)
+
+    def tag(batches):
+        tc = TaskContext.get()
+        yield from routing.RouteTagger(ctx, fingerprint, tc.partitionId() if tc else 0).tag(batches)
+
+    tagged = (
+        df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
+        .repartition(*shuffle(*key_columns))
+        .sortWithinPartitions(*key_columns)
+        .mapInArrow(tag, out_schema)
+        .localCheckpoint(eager=True)
+    )
+    records: dict[str, int] = {}
+    inserts: dict[str, int] = {}
+    # one small job over the kept result
+    for fid, part, insert, n in (
+        tagged.groupBy(routing.FILE_ID, routing.PARTITION, routing.INSERT).count().collect()
+    ):
+        if fid is not None:
+            records[fid] = records.get(fid, 0) + n
+        elif insert:
+            inserts[part] = inserts.get(part, 0) + n
+    return tagged, records, inserts
+
+
+def _located(df: DataFrame, ctx, fingerprint: str) -> tuple[DataFrame, dict[str, int]]:
+    """Append and bulk_insert: every record an insert with its partition path and key; and the
+    records of each partition path, counted by a first pass (only the location's columns go to
+    Python).  The records themselves are located again in one pipeline with the write: nothing
+    is kept."""
+    located = _record_locations(df, ctx)
+    inserts: dict[str, int] = dict(
+        df.select(located.getField("partition").alias("p")).groupBy("p").count().collect()
+    )
+    tagged = df.withColumn(_LOCATION, located).select(
+        *[F.col(c) for c in df.columns],
+        F.lit(None).cast("string").alias(routing.FILE_ID),
+        F.col(_LOCATION).getField("partition").alias(routing.PARTITION),
+        F.col(_LOCATION).getField("key").alias(routing.KEY),
+        F.monotonically_increasing_id().alias(routing.ORDER),
+        F.lit(0).cast("tinyint").alias(routing.KIND),  # an upsert of a new record
+        F.lit(True).alias(routing.INSERT),
+        F.lit(False).alias(routing.REWRITE),
+        F.lit(fingerprint).alias(routing.BASE),
+    )
+    return tagged, inserts
+
+
+def _by_write_task(tagged: DataFrame, ctx, records: dict[str, int], parallelism: int | None) -> DataFrame:
+    """The rows shuffled to the write task planned for their file group (routing/write_tasks.py;
+    a broadcast of one row per file group)."""
+    spark = tagged.sparkSession
+    tasks = parallelism or max(1, min(len(records), spark.sparkContext.defaultParallelism))
     task_of = routing.assign_write_tasks(ctx, records, tasks)
-    lands_on = _keys_landing_on(df.sparkSession, tasks)
-    placement = df.sparkSession.createDataFrame(
+    lands_on = _keys_landing_on(spark, tasks)
+    placement = spark.createDataFrame(
         pa.table({routing.FILE_ID: pa.array(list(task_of), pa.string()),
                   _TASK: pa.array([lands_on[t] for t in task_of.values()], pa.int64())})
     )  # fmt: skip
     placed = tagged.join(F.broadcast(placement), routing.FILE_ID, "left").select(*tagged.columns, _TASK)
-    return (
-        placed.repartition(tasks, F.col(_TASK))
-        .sortWithinPartitions(routing.FILE_ID, *([within] if within else []))
-        .drop(_TASK)
-    )
+    return placed.repartition(tasks, F.col(_TASK)).drop(_TASK)
 
 
 _LOCATION = "_hoodie_route_location"

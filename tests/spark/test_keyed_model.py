@@ -52,11 +52,20 @@ def _model_run(spark, tmp_path, index, move, seed, routed):
     model = KeyedModel(index, move)
     path = str(tmp_path / "t")
     options = options_for(index, move)
-    for step in range(3):  # inserts; updates, moves, late records, soft deletes; the delete operation
-        operation = "delete" if step == 2 else "upsert"
-        rows = next_batch(gen, model, rng, operation, 15, (40, 90))
+    # inserts; updates, moves, late records, soft deletes; the delete operation.  Routed (but on the
+    # BUCKET index, which refuses them): an append or bulk_insert of new keys, which the next
+    # upsert finds and updates
+    steps = ["upsert", "upsert", "delete"]
+    if routed and index != "bucket":
+        steps[1:1] = [("append", "bulk_insert")[seed % 2], "upsert"]
+    for step, operation in enumerate(steps):
+        if operation in ("append", "bulk_insert"):
+            n = rng.randrange(1, 60)
+            rows = [_row(f"new{step}-{i}", rng.choice("abcd"), rng.randrange(1, 9)) for i in range(n)]
+        else:
+            rows = next_batch(gen, model, rng, operation, 15, (40, 90))
         write(spark, path, options, rows, rng.randrange(1, 5), operation, routed)
-        model.apply(rows, operation)
+        model.apply(rows, "delete" if operation == "delete" else "upsert")
         assert_locations(assert_table_matches(path, model.expected()), model)
 
 

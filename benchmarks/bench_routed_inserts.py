@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench_routing import check  # noqa: E402
+from bench_routing import check, parquet_seconds, routed_or_not  # noqa: E402
 from bench_upsert import hoodie_options, spark_phases  # noqa: E402
 from common import SparkSettings, build_spark, scratch_dir, settle, trips_df  # noqa: E402
 
@@ -36,7 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stages", action="store_true", help="print Spark's stage and task times of each write")
     args = ap.parse_args(argv)
     spark = build_spark(SparkSettings(driver_memory="4g"), "bench_routed_inserts")
-    import hoodie_sink.spark
 
     failed, results = False, []
     with scratch_dir(args.scratch, "bench_routed_inserts", False) as scratch:
@@ -47,16 +46,12 @@ def main(argv: list[str] | None = None) -> int:
         for mode in ("unrouted", "routed"):
             opts = hoodie_options("bulk_insert")
             path = os.path.join(scratch, f"warmup-{mode}")
-            df = source.limit(50_000)
-            (df.transform(hoodie_sink.spark.route(path, opts)) if mode == "routed" else df).write.format(
-                "hoodie"
-            ).options(**opts).mode("append").save(path)
+            routed_or_not(source.limit(50_000), path, opts, mode).write.format("hoodie").options(**opts).mode(
+                "append"
+            ).save(path)
         for p in [int(x) for x in args.parts.split(",")]:
             df = source.repartition(p)
-            settle(spark)
-            t0 = time.monotonic()
-            df.write.mode("overwrite").parquet(os.path.join(scratch, f"parquet-{p}"))
-            parquet_s = time.monotonic() - t0
+            parquet_s = parquet_seconds(spark, df, os.path.join(scratch, f"parquet-{p}"))
             for op in args.operations.split(","):
                 for mode in ("unrouted", "routed"):
                     path = os.path.join(scratch, f"t-{op}-{mode}-{p}")
@@ -64,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                     settle(spark)
                     t0 = time.monotonic()
                     t0_ms = int(time.time() * 1000)
-                    src = df.transform(hoodie_sink.spark.route(path, opts)) if mode == "routed" else df
+                    src = routed_or_not(df, path, opts, mode)
                     src.write.format("hoodie").options(**opts).mode("append").save(path)
                     total = time.monotonic() - t0
                     if args.stages:

@@ -53,6 +53,21 @@ def check(path: str, rows: int) -> str:
     return "ok" if n == rows == distinct else f"FAILED: {n} rows, {distinct} keys, want {rows}"
 
 
+def routed_or_not(df, path: str, opts: dict[str, str], mode: str):
+    """`df` as the benchmark writes it in `mode`: through hoodie_sink.spark.route, or as it is."""
+    import hoodie_sink.spark
+
+    return df.transform(hoodie_sink.spark.route(path, opts)) if mode == "routed" else df
+
+
+def parquet_seconds(spark, df, path: str) -> float:
+    """The reference of the same run: Spark's own parquet sink writing `df`."""
+    settle(spark)
+    t0 = time.monotonic()
+    df.write.mode("overwrite").parquet(path)
+    return time.monotonic() - t0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000, help="base table rows N")
@@ -82,7 +97,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, spark) -> int:
-    import hoodie_sink.spark
 
     failed = False
     results = []
@@ -101,15 +115,13 @@ def run(args: argparse.Namespace, spark) -> int:
             path = os.path.join(scratch, f"warmup-{mode}")
             shutil.copytree(pristine, path)
             opts = hoodie_options("upsert")
-            src = batch.transform(hoodie_sink.spark.route(path, opts)) if mode == "routed" else batch
-            src.write.format("hoodie").options(**opts).mode("append").save(path)
+            routed_or_not(batch, path, opts, mode).write.format("hoodie").options(**opts).mode("append").save(
+                path
+            )
             shutil.rmtree(path)
         for p in [int(x) for x in args.parts.split(",")]:
             df = batch.repartition(p)
-            settle(spark)
-            t0 = time.monotonic()
-            df.write.mode("overwrite").parquet(os.path.join(scratch, f"parquet-{p}"))
-            parquet_s = time.monotonic() - t0
+            parquet_s = parquet_seconds(spark, df, os.path.join(scratch, f"parquet-{p}"))
             for mode in args.modes.split(","):
                 path = os.path.join(scratch, f"t-{mode}-{p}")
                 shutil.copytree(pristine, path)
@@ -117,7 +129,7 @@ def run(args: argparse.Namespace, spark) -> int:
                 settle(spark)
                 t0 = time.monotonic()
                 t0_ms = int(time.time() * 1000)
-                src = df.transform(hoodie_sink.spark.route(path, opts)) if mode == "routed" else df
+                src = routed_or_not(df, path, opts, mode)
                 route_s = time.monotonic() - t0
                 src.write.format("hoodie").options(**opts).mode("append").save(path)
                 total = time.monotonic() - t0

@@ -180,8 +180,7 @@ def _record_locations(df: DataFrame, ctx) -> Column:
     # functionType argument, which PySpark then warns is not preferred)
     @F.arrow_udf("struct<partition: string, key: string>")  # type: ignore[call-overload]
     def locate(*arrays: pa.Array) -> pa.Array:
-        batch = pa.RecordBatch.from_arrays([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
-                                            for a in arrays], names=columns)  # fmt: skip
+        batch = pa.RecordBatch.from_arrays(list(arrays), names=columns)
         return routing.record_locations(ctx, batch)
 
     return locate(*[F.col(c) for c in columns])

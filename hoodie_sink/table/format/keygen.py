@@ -22,6 +22,7 @@ Value -> string rendering (Java renders the Avro value with ``toString``):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -307,6 +308,16 @@ def _per_distinct(col: Column, fn: Any) -> pa.Array:
     the results back: one hashing pass, so cheap for few partitions and still linear for many."""
     encoded = pc.dictionary_encode(_to_array(col), null_encoding="encode")
     return fn(encoded.dictionary).take(encoded.indices)
+
+
+def top_level_columns(fields: Iterable[str]) -> list[str]:
+    """The top-level columns that key or partition fields read (`a.b` reads `a`), each once, in order."""
+    out: list[str] = []
+    for f in fields:
+        head = f.partition(".")[0]
+        if head not in out:
+            out.append(head)
+    return out
 
 
 def _to_array(col: Column) -> pa.Array:

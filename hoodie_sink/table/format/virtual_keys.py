@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.table.arrow_util import as_strings
-from hoodie_sink.table.format.keygen import KeyGenerator
+from hoodie_sink.table.format.keygen import KeyGenerator, top_level_columns
 from hoodie_sink.table.format.schema import META_COLUMNS
 
 RECORD_KEY = META_COLUMNS[2]
@@ -38,12 +38,7 @@ RECORD_KEY = META_COLUMNS[2]
 
 def key_source_columns(gen: KeyGenerator) -> list[str]:
     """The top-level columns the record key fields read (``a.b`` reads column ``a``)."""
-    out: list[str] = []
-    for f in gen.config.record_key_fields:
-        head = f.partition(".")[0]
-        if head not in out:
-            out.append(head)
-    return out
+    return top_level_columns(gen.config.record_key_fields)
 
 
 def stored_record_keys(rows: pa.Table, gen: KeyGenerator) -> pa.Array:

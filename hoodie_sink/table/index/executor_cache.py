@@ -73,16 +73,9 @@ class ExecutorCache:
                 self._count(hits=1)
                 return found
             value = load()
-            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            try:
-                write(tmp, value)
-                os.replace(tmp, path)
-            except OSError:  # a full or vanished local disk costs the sharing, never the write
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                self._count(reads=1)
+            self._count(reads=1)
+            if not _published(path, value, write):
                 return value
-        self._count(reads=1)
         shared = _read_if_present(path, read)  # the mapped copy: the loaded one can go
         with contextlib.suppress(OSError):  # a sweep of another worker may have removed it since
             self._written(os.path.getsize(path))
@@ -118,6 +111,20 @@ class ExecutorCache:
             with contextlib.suppress(OSError):  # a mapped entry stays readable by who maps it
                 os.unlink(path)
                 total -= nbytes
+
+
+def _published(path: str, value: Any, write: Callable[[str, Any], None]) -> bool:
+    """Write the entry under a temporary name, then rename it in place (readers never see half of
+    it).  A full or vanished local disk costs the sharing, never the write: False."""
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        write(tmp, value)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.keygen import top_level_columns
 from hoodie_sink.table.write.append_task import generated_keys
 from hoodie_sink.table.write.base_file_writer import BaseFileWriter, RollingBaseFileWriter, file_schema
 from hoodie_sink.table.write.context import TaskIdentity, TaskResult, WriteContext, keygen_for, select_data
@@ -35,12 +36,7 @@ from hoodie_sink.table.write.routing.checks import check_routed_on
 def location_source_columns(ctx: WriteContext) -> list[str]:
     """The top-level columns a record's partition path and record key are derived from (`a.b`
     reads `a`): all that the route's Python step is given."""
-    out: list[str] = []
-    for f in (*ctx.plan.keygen.partition_fields, *ctx.config.record_key_fields):
-        head = f.partition(".")[0]
-        if head not in out:
-            out.append(head)
-    return out
+    return top_level_columns((*ctx.plan.keygen.partition_fields, *ctx.config.record_key_fields))
 
 
 LOCATION_TYPE = pa.struct([("partition", pa.string()), ("key", pa.string())])
@@ -53,11 +49,7 @@ def record_locations(ctx: WriteContext, batch: pa.RecordBatch) -> pa.StructArray
     n = batch.num_rows
     keys = pa.nulls(n, pa.string()) if not ctx.config.record_key_fields else keygen.record_keys(batch)
     parts = keygen.partition_paths(batch) if ctx.plan.keygen.partition_fields else pa.repeat(pa.scalar(""), n)
-    return pa.StructArray.from_arrays([_array(parts), _array(keys)], fields=list(LOCATION_TYPE))
-
-
-def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    return pa.StructArray.from_arrays([parts, keys], fields=list(LOCATION_TYPE))
 
 
 class NewFileGroupTask:

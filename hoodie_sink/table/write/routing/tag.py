@@ -87,7 +87,6 @@ class RouteTagger:
         if self.append_only:  # nothing is combined: any cut will do
             return chunk, chunk.slice(chunk.num_rows)
         keys = self.incoming.keygen.record_keys(chunk.to_batches()[0])
-        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
         other = np.flatnonzero(np.asarray(pc.not_equal(keys, keys[-1]).fill_null(True)))
         if not len(other):  # one key all along: go on collecting
             return None, chunk

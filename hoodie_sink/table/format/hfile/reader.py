@@ -22,6 +22,7 @@ from hoodie_sink.table.format.hfile.index import (
 )
 from hoodie_sink.table.format.hfile.trailer import TRAILER_SIZE, Trailer, decode_file_info, decode_trailer
 
+RECENT_BLOCKS = 4
 _CODEC_NAMES = {v: k for k, v in CODEC_IDS.items()}
 
 
@@ -37,6 +38,8 @@ class HFileReader:
     def __init__(self, data: bytes | memoryview, *, name: str | None = None) -> None:
         self._data = memoryview(data)
         self._name = name
+        # the last few data blocks `get` opened, parsed: lookups in key order hit the same block
+        self._recent: dict[int, tuple[pa.BinaryArray, pa.BinaryArray]] = {}
         if len(self._data) < TRAILER_SIZE:
             self._fail(f"{len(self._data)} bytes, shorter than the {TRAILER_SIZE}-byte trailer")
         try:
@@ -144,6 +147,15 @@ class HFileReader:
             return pa.array([], pa.binary()), pa.array([], pa.binary())
         return pa.concat_arrays(keys), pa.concat_arrays(values)
 
+    def _recent_block(self, entry: IndexEntry) -> tuple[pa.BinaryArray, pa.BinaryArray]:
+        parsed = self._recent.get(entry.offset)
+        if parsed is None:
+            parsed = self._cells([entry])
+            if len(self._recent) >= RECENT_BLOCKS:
+                del self._recent[next(iter(self._recent))]
+            self._recent[entry.offset] = parsed
+        return parsed
+
     def keys_and_values(self) -> tuple[pa.BinaryArray, pa.BinaryArray]:
         """All cells in file order: (row keys, values)."""
         keys, values = self._cells(self._data_index)
@@ -159,6 +171,8 @@ class HFileReader:
         last = bisect.bisect_right(rows, key)
         if not rows or first >= last:
             return []
-        keys, values = self._cells(self._data_index[first:last])
+        parts = [self._recent_block(e) for e in self._data_index[first:last]]
+        keys = pa.concat_arrays([k for k, _ in parts])
+        values = pa.concat_arrays([v for _, v in parts])
         hits = pc.equal(keys, pa.scalar(key, pa.binary()))
         return values.filter(hits).to_pylist()  # type: ignore[no-any-return]

@@ -57,6 +57,22 @@ def unzip_fixture(name: str, dest: Path) -> Path:
     return table
 
 
+# Tables written by Hudi 0.15.0 with its metadata table on (tests/fixtures/metadata-tables/README.md).
+METADATA_FIXTURES = FIXTURES.parent / "metadata-tables"
+METADATA_FIXTURE_NAMES = ("cow_mdt_v6", "mor_mdt_v6", "mor_files_only_mdt_v6")
+
+
+def unzip_metadata_fixture(name: str, dest: Path) -> Path:
+    """Unzip metadata-table fixture `name` (one of METADATA_FIXTURE_NAMES) into `dest`; returns the
+    data table's folder (its metadata table is `<table>/.hoodie/metadata`)."""
+    path = METADATA_FIXTURES / f"{name}.zip"
+    if not path.is_file():
+        raise FileNotFoundError(f"metadata-table fixture missing: {path}")
+    with zipfile.ZipFile(path) as z:
+        z.extractall(dest)
+    return dest / name
+
+
 def hudi_rs_read(path: str | Path) -> pa.Table:
     from hudi import HudiTableBuilder
 

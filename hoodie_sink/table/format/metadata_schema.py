@@ -190,3 +190,9 @@ METADATA_RECORD_SCHEMA: dict[str, Any] = {
 METADATA_RECORD_SCHEMA_JSON = json.dumps(METADATA_RECORD_SCHEMA, separators=(",", ":"))
 # parsed once: every record of every partition is encoded and decoded with it
 PARSED_METADATA_RECORD_SCHEMA = fastavro.parse_schema(json.loads(METADATA_RECORD_SCHEMA_JSON))
+# The schema without the meta fields, as Java records it in a metadata commit's extraMetadata
+# `schema` (the table's own schema; the meta fields are added for the files only).
+COMMIT_SCHEMA_JSON = json.dumps(
+    {**METADATA_RECORD_SCHEMA, "fields": METADATA_RECORD_SCHEMA["fields"][len(_META_FIELDS) :]},
+    separators=(",", ":"),
+)

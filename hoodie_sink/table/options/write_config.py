@@ -174,6 +174,14 @@ OPTIONS: tuple[Option, ...] = (
                    upper=True),
            ("type", "hoodie.table.type"), True),
     Option("hoodie.datasource.write.hive_style_partitioning", "hive_style", _bool, (), True),
+    Option("hoodie.metadata.enable", "metadata_enable", _bool,
+           doc="Keep Hudi's metadata table (its `files` partition: the file listing readers and writers use "
+               "instead of listing storage), as Hudi does by default. false: the table has none (one a Java "
+               "writer built is removed before the write). The column_stats, bloom_filters and record_index "
+               "partitions are not kept (a Java-built one is dropped, as Java drops a disabled partition)."),
+    Option("hoodie.metadata.compact.max.delta.commits", "metadata_compact_max_delta_commits", _int,
+           doc="The metadata table is compacted into one HFile after this many deltacommits (Hudi's default: "
+               "10), when no data instant it would fold in is pending."),
     Option("hoodie.populate.meta.fields", "populate_meta_fields", _bool, (), True,
            doc="false: Hudi's virtual keys. Base files keep the five _hoodie_* columns but write them as "
                "nulls (the file name excepted), with no bloom filter or key range in the footer; keys are "
@@ -346,7 +354,6 @@ TUNING_OPTIONS = (
 # Hudi options that change what is written or read, accepted only with the value(s) that
 # describe what hoodie_sink does anyway (key -> (accepted values, what hoodie_sink does)).
 _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
-    "hoodie.metadata.enable": (("false",), "hoodie_sink does not write Hudi's metadata table"),
     "hoodie.datasource.hive_sync.enable": (("false",), "hoodie_sink does not sync to a Hive metastore"),
     "hoodie.datasource.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
     "hoodie.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
@@ -411,11 +418,16 @@ _REFUSED_PREFIXES: tuple[tuple[str, str], ...] = (
 
 # Option groups configuring a feature that is off unless its switch (in _FIXED_VALUES) is on: their
 # other keys are harmless, but a sub-feature switched on ("*.enable=true") is refused.
+_NOT_IMPLEMENTED = "which hoodie_sink does not implement"
 _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("hoodie.metadata.", "hoodie.metadata.enable"),
-    ("hoodie.datasource.hive_sync.", "hoodie.datasource.hive_sync.enable"),
-    ("hoodie.datasource.meta.sync.", "hoodie.datasource.meta.sync.enable"),
-    ("hoodie.meta.sync.", "hoodie.meta.sync.enable"),
+    (
+        "hoodie.metadata.",
+        "hoodie_sink keeps only the files partition of Hudi's metadata table (no column "
+        "stats, bloom filter or record index partition)",
+    ),
+    ("hoodie.datasource.hive_sync.", f"it needs hoodie.datasource.hive_sync.enable=true, {_NOT_IMPLEMENTED}"),
+    ("hoodie.datasource.meta.sync.", f"it needs hoodie.datasource.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
+    ("hoodie.meta.sync.", f"it needs hoodie.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
 )
 
 
@@ -433,12 +445,12 @@ def _check_hudi_option(key: str, value: str) -> bool:
                 f"Supported: {' or '.join(repr(a) for a in accepted)} (or leave the option unset)."
             )
         return True
-    for prefix, switch in _SWITCHED_SECTIONS:
+    for prefix, why in _SWITCHED_SECTIONS:
         if key.startswith(prefix):
             if key.endswith(".enable") and value.strip().lower() in ("true", "1", "yes"):
                 raise HoodieConfigError(
-                    f"Option '{key}'='{value}' is not supported: it needs {switch}=true, which hoodie_sink "
-                    f"does not implement. Supported: 'false' (or leave the option unset)."
+                    f"Option '{key}'='{value}' is not supported: {why}. Supported: 'false' (or leave the "
+                    "option unset)."
                 )
             return True
     for prefix, why in _REFUSED_PREFIXES:
@@ -486,6 +498,8 @@ class WriteConfig:
     hive_style: bool = False
     url_encode: bool = False
     populate_meta_fields: bool = True
+    metadata_enable: bool = False  # docs/design/metadata-table.md: on by default once every action keeps it
+    metadata_compact_max_delta_commits: int = 10
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
     keygen_class: str | None = None
     ts_type: str | None = None  # UNIX_TIMESTAMP, EPOCHMILLISECONDS, DATE_STRING, SCALAR

@@ -39,6 +39,8 @@ from hoodie_sink.table.format.archived_timeline import (
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
 from hoodie_sink.table.format.fs_view import list_table_files, replacing_instants
 from hoodie_sink.table.format.markers import TEMP_DIR
+from hoodie_sink.table.format.metadata_instants import latest_compaction_time
+from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.timeline.instant import (
     CLEAN,
@@ -51,6 +53,7 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
@@ -150,6 +153,7 @@ def run_archival(target: str | Storage, cfg: ArchivalConfig | None = None) -> Ar
         timeline = ActiveTimeline.load(storage)
         to_archive = plan_archival(timeline, cfg, _last_clean_ectr(storage, timeline),
                                    _live_replacecommits(storage, timeline))  # fmt: skip
+        to_archive = _before_metadata_compaction(storage, to_archive)
         if not to_archive:
             return ArchivalResult(None, 0, 0, time.monotonic() - started)
         order = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}  # as the instant lived: requested first
@@ -172,6 +176,20 @@ def run_archival(target: str | Storage, cfg: ArchivalConfig | None = None) -> Ar
     log.info("hoodie: archived %d instants (%d timeline files) of %s into %s in %.2fs",
              result.instants, result.state_files, storage.base_uri, name, result.seconds)  # fmt: skip
     return result
+
+
+def _before_metadata_compaction(storage: Storage, to_archive: list[str]) -> list[str]:
+    """With a metadata table, only instants older than its latest compaction may leave the active
+    timeline (Java's HoodieTimelineArchiver): a reader applies a metadata log block only while its
+    data instant is on the active timeline (format/metadata_instants.py), so archiving one whose
+    blocks no compaction has folded into a base file would drop its files from the listing."""
+    if not to_archive or not metadata_sync.is_kept(storage):
+        return to_archive
+    compacted = latest_compaction_time(Timeline.load(metadata_storage(storage)))
+    if compacted is None:
+        log.info("hoodie: not archiving %s: its metadata table has no compaction yet", storage.base_uri)
+        return []
+    return [ts for ts in to_archive if ts < compacted]
 
 
 def _content(storage: Storage, state: Instant) -> bytes:

@@ -11,10 +11,10 @@ import pytest
 import hoodie_sink
 from hoodie_sink.table.format.metadata_table import METADATA_TABLE_DIR
 from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_properties
+from hoodie_sink.table.metadata.data_properties import PROPERTIES_CRC
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
 from tests.support.tables import APPEND_OPTS, small_file_clustering
 
 OPTS = APPEND_OPTS

@@ -69,8 +69,14 @@ def test_javas_metadata_tables_list_what_storage_holds(tmp_path, name):
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_our_writes_keep_the_metadata_table(tmp_path, table_type):
     path = tmp_path / "t"
-    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type, "hoodie.metadata.compact.max.delta.commits": "3",
-            "hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"}  # fmt: skip
+    opts = {
+        **OPTS,
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.metadata.compact.max.delta.commits": "3",
+        "hoodie.cleaner.commits.retained": "1",
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+    }
     model: dict[int, dict] = {}
 
     def write(data: pa.Table, op: str) -> None:

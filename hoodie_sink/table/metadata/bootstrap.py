@@ -39,6 +39,7 @@ from hoodie_sink.table.format.metadata_table import (
 from hoodie_sink.table.format.properties import PROPERTIES_FILE, render_properties
 from hoodie_sink.table.format.timeline.instant import DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.metadata.cleaning import clean_if_due
 from hoodie_sink.table.metadata.compaction import DEFAULT_MAX_DELTA_COMMITS, compact_if_due
 from hoodie_sink.table.metadata.data_properties import read_data_properties, set_listed_partitions
 from hoodie_sink.table.metadata.files_change import FilesChange
@@ -125,8 +126,9 @@ def settle(
       bloom_filters, record_index) are dropped, as Java drops a disabled partition;
     - `enabled` and none, or one without a completed instant (Java's `isBootstrapNeeded`): built;
     - not `enabled`: removed (metadata/removal.py).
-    Then its compaction runs if due (metadata/compaction.py), as Java's writers run the metadata
-    table's services at the start of a write."""
+    Then its compaction runs if due (metadata/compaction.py), and after a compaction its clean
+    (metadata/cleaning.py), as Java's writers run the metadata table's services at the start of a
+    write."""
     props = read_data_properties(storage)
     if not enabled:
         remove_metadata_table(storage, props)
@@ -137,7 +139,8 @@ def settle(
             drop_unkept_partitions(storage, [p for p in listed if p != FILES_PARTITION])
     elif not initialize(storage, timeline):
         return
-    compact_if_due(storage, timeline, compact_after)
+    if compact_if_due(storage, timeline, compact_after) is not None:
+        clean_if_due(storage)
 
 
 def drop_unkept_partitions(storage: Storage, partitions: list[str]) -> None:

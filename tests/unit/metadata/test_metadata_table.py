@@ -136,3 +136,115 @@ def test_partitions_we_do_not_keep_are_dropped_from_javas_table(tmp_path):
     assert props["hoodie.table.metadata.partitions"] == "files"
     assert sorted(p.name for p in (path / ".hoodie" / "metadata").iterdir()) == [".hoodie", "files"]
     assert_listing_matches_storage(path)
+
+
+# -- a write killed between the two tables -------------------------------------------------------
+def _kill_after_metadata(monkeypatch, stage: str):
+    """Make the next data commit die at `stage`: "metadata-complete" (the metadata deltacommit is
+    complete, the data instant is not) or "metadata-inflight" (the metadata log file is written, its
+    deltacommit is not complete)."""
+    from hoodie_sink.table.format.timeline.timeline import TimelineStore
+    from hoodie_sink.table.metadata import writer
+
+    class Killed(Exception):
+        pass
+
+    if stage == "metadata-complete":
+        real = writer.write_deltacommit
+
+        def write_then_die(storage, instant, change):
+            real(storage, instant, change)
+            raise Killed(f"killed after metadata deltacommit {instant}")
+
+        monkeypatch.setattr("hoodie_sink.table.metadata.sync.write_deltacommit", write_then_die)
+    else:
+        real_complete = TimelineStore.complete
+
+        def die_on_metadata(self, inflight, content):
+            if "/.hoodie/metadata" in self.storage.base_uri and inflight.action == DELTA_COMMIT:
+                raise Killed(f"killed before completing metadata deltacommit {inflight.timestamp}")
+            return real_complete(self, inflight, content)
+
+        monkeypatch.setattr(TimelineStore, "complete", die_on_metadata)
+    return Killed
+
+
+@pytest.mark.parametrize("stage", ["metadata-complete", "metadata-inflight"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_write_killed_between_the_two_tables_leaves_both_consistent(
+    tmp_path, monkeypatch, stage, table_type
+):
+    path = tmp_path / "t"
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    hoodie_sink.write(trips(range(20)), str(path), opts)
+    killed = _kill_after_metadata(monkeypatch, stage)
+    with pytest.raises(Exception, match="killed"):
+        hoodie_sink.write(trips(range(10, 30), ts=2), str(path), opts)
+    monkeypatch.undo()
+    # whatever the failed write left (the abort may have rolled it back already), readers see the
+    # table as before it, through the metadata table and through storage alike
+    assert_table_matches(path, trips(range(20)).to_pylist())
+    assert_listing_matches_storage(path)
+    hoodie_sink.write(trips(range(25, 35), ts=3), str(path), opts)
+    assert_listing_matches_storage(path)
+    expected = {r["id"]: r for r in trips(range(20)).to_pylist()} | {
+        r["id"]: r for r in trips(range(25, 35), ts=3).to_pylist()
+    }
+    assert_table_matches(path, list(expected.values()))
+    data = {i.timestamp for i in Timeline.load(Storage(str(path))).instants}
+    for inst in metadata_timeline(path).instants:  # no metadata deltacommit of a data instant that is gone
+        assert inst.timestamp in data or len(inst.timestamp) == 20 or inst.timestamp.startswith("0000"), inst
+    del killed
+
+
+def test_a_metadata_deltacommit_ahead_of_its_data_instant_is_not_read(tmp_path):
+    """A crash after the metadata deltacommit completed and before the data instant did, with no
+    abort: readers skip the deltacommit's blocks, and the next writer's rollback removes them."""
+    from hoodie_sink.table.metadata.files_change import FilesChange
+    from hoodie_sink.table.metadata.writer import write_deltacommit
+    from hoodie_sink.table.options.write_config import WriteConfig
+    from hoodie_sink.table.write import coordinator
+
+    path = tmp_path / "t"
+    beat = {"hoodie.client.heartbeat.interval_in_ms": "200", "hoodie.client.heartbeat.tolerable.misses": "0"}
+    hoodie_sink.write(trips(range(20)), str(path), {**OPTS, **beat})
+    ctx = coordinator.begin(WriteConfig.from_options({**OPTS, **beat}, path=str(path)), trips([1]).schema)
+    fake = FilesChange()
+    fake.add("sf", f"ghost-0_0-1-1_{ctx.instant}.parquet", 123)  # what the dying write said it wrote
+    write_deltacommit(Storage(str(path)), ctx.instant, fake)
+    assert any(s.is_completed for s in metadata_timeline(path).states_of(ctx.instant))
+    assert_listing_matches_storage(path)  # the ghost is not listed: its data instant is pending
+    import time
+
+    time.sleep(0.3)  # its heartbeat expires
+    hoodie_sink.write(trips(range(20, 25)), str(path), {**OPTS, **beat})
+    assert not metadata_timeline(path).states_of(ctx.instant)
+    assert_listing_matches_storage(path)
+    assert_table_matches(path, trips(range(25)).to_pylist())
+
+
+def test_a_long_run_of_writes_keeps_the_metadata_table_bounded(tmp_path):
+    """Compaction, clean and archival of the metadata table: after 40 writes it holds a bounded
+    number of files and timeline entries, and still lists what storage holds."""
+    path = tmp_path / "t"
+    opts = {
+        **OPTS,
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.metadata.compact.max.delta.commits": "4",
+        "hoodie.cleaner.commits.retained": "2",
+        "hoodie.keep.min.commits": "3",
+        "hoodie.keep.max.commits": "4",
+        "hoodie.datasource.write.operation": "upsert",
+    }
+    model: dict[int, dict] = {}
+    for i in range(40):
+        data = trips(range(i * 3, i * 3 + 6), ts=i)
+        hoodie_sink.write(data, str(path), opts)
+        model.update({r["id"]: r for r in data.to_pylist()})
+    assert_listing_matches_storage(path)
+    assert_table_matches(path, list(model.values()))
+    files = list((path / ".hoodie" / "metadata" / "files").iterdir())
+    timeline_files = [p for p in (path / ".hoodie" / "metadata" / ".hoodie").iterdir() if p.is_file()]
+    assert len(files) <= 2 * 5 + 2, sorted(f.name for f in files)  # two slices of base + up to 4 logs
+    assert len(timeline_files) <= 60, len(timeline_files)  # ~45 from the 20th write to the 100th
+    assert list((path / ".hoodie" / "metadata" / ".hoodie" / "archived").iterdir())

@@ -248,3 +248,13 @@ def test_a_long_run_of_writes_keeps_the_metadata_table_bounded(tmp_path):
     assert len(files) <= 2 * 5 + 2, sorted(f.name for f in files)  # two slices of base + up to 4 logs
     assert len(timeline_files) <= 60, len(timeline_files)  # ~45 from the 20th write to the 100th
     assert list((path / ".hoodie" / "metadata" / ".hoodie" / "archived").iterdir())
+
+
+def test_a_base_file_hudi_1_1_wrote_reads():
+    from hoodie_sink.table.format.metadata_blocks import read_metadata_hfile
+    from tests.support.tables import METADATA_FIXTURES
+
+    data = (METADATA_FIXTURES / "hudi-1.1.1-files-base.hfile").read_bytes()
+    records = read_metadata_hfile(data, "hudi-1.1.1-files-base.hfile")
+    assert [r.key for r in records] == ["__all_partitions__", "la", "nyc", "sf"]
+    assert all(info.size > 0 for r in records[1:] for info in (r.files or {}).values())

@@ -20,6 +20,7 @@ from hoodie_sink.table.format.hfile.errors import CorruptHFile
 HEADER = struct.Struct(">8siiqbii")
 HEADER_SIZE = HEADER.size  # 33
 CRC32C_TYPE = 2
+NULL_CHECKSUM_TYPE = 0  # ChecksumType.NULL
 BYTES_PER_CHECKSUM = 16384
 
 DATA = b"DATABLK*"
@@ -100,7 +101,12 @@ def read_header(data: bytes | memoryview, offset: int, name: str | None = None) 
     what = f"block at offset {offset}"
     if header.magic not in MAGICS:
         raise CorruptHFile(f"{what} has magic {header.magic!r}, not an HFile block's", name)
-    if header.checksum_type != CRC32C_TYPE or header.bytes_per_checksum != BYTES_PER_CHECKSUM:
+    # Hudi 1.1's own writer (hudi-io) marks its checksums NULL (type 0) and leaves them zero, with
+    # the same room for them as CRC32C (docs/hudi/hfile.md#checksums): read, not verified
+    if (
+        header.checksum_type not in (NULL_CHECKSUM_TYPE, CRC32C_TYPE)
+        or header.bytes_per_checksum != BYTES_PER_CHECKSUM
+    ):
         raise CorruptHFile(
             f"{what} ({header.magic.decode('ascii', 'replace')}) has checksum type {header.checksum_type} per "
             f"{header.bytes_per_checksum} bytes, not CRC32C (2) per {BYTES_PER_CHECKSUM}",
@@ -121,6 +127,7 @@ def verify_checksums(
     """Check the CRC32Cs of the blocks at these offsets (all computed in one pass)."""
     view = memoryview(data)
     chunks, stored = [], []
+    blocks = [(offset, header) for offset, header in blocks if header.checksum_type == CRC32C_TYPE]
     for offset, header in blocks:
         end = offset + header.on_disk_data_size_with_header
         per_block = _chunks(view[offset:end])

@@ -94,21 +94,22 @@ def decode_trailer(data: bytes | memoryview) -> Trailer:
     """The trailer from the file's last 4096 bytes."""
     if len(data) != TRAILER_SIZE:
         raise CorruptHFile(f"file is shorter than its {TRAILER_SIZE}-byte trailer")
-    if bytes(data[-4:]) != VERSION:
-        raise CorruptHFile(f"version bytes are {bytes(data[-4:]).hex()}, not HFile v3 (03000003)")
+    # major version 3 in the low 3 bytes; HBase writes minor 3, Hudi 1.x's own writer (hudi-io)
+    # minor 0 (docs/hudi/hfile.md#trailer): both lay the file out alike
+    if bytes(data[-3:]) != VERSION[1:]:
+        raise CorruptHFile(f"version bytes are {bytes(data[-4:]).hex()}, not HFile v3 (xx000003)")
     if bytes(data[:8]) != TRAILER_MAGIC:
         raise CorruptHFile(f"trailer magic is {bytes(data[:8])!r}, not {TRAILER_MAGIC!r}")
     size, pos = decode_varint(data, 8)
     if pos + size > TRAILER_SIZE - len(VERSION):
         raise CorruptHFile("trailer protobuf runs past the trailer")
-    values: dict[str, int | str] = {"comparator_class_name": ""}
+    # an absent field has protobuf's default (0, ""): Hudi 1.1's own writer leaves out the sizes
+    # no reader needs (docs/hudi/hfile.md#trailer); a wrong offset fails the block checks later
+    values: dict[str, int | str] = {name: 0 for name in _FIELDS} | {"comparator_class_name": ""}
     for tag, value in _parse(data[pos : pos + size]):
         if 1 <= tag <= len(_FIELDS):
             name = _FIELDS[tag - 1]
             values[name] = value.decode("utf-8") if isinstance(value, bytes) else _signed64(value)
-    missing = [name for name in _FIELDS if name not in values]
-    if missing:
-        raise CorruptHFile(f"trailer lacks {', '.join(missing)}")
     return Trailer(**values)  # type: ignore[arg-type]
 
 

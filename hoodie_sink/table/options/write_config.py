@@ -175,10 +175,11 @@ OPTIONS: tuple[Option, ...] = (
            ("type", "hoodie.table.type"), True),
     Option("hoodie.datasource.write.hive_style_partitioning", "hive_style", _bool, (), True),
     Option("hoodie.metadata.enable", "metadata_enable", _bool,
-           doc="Keep Hudi's metadata table (its `files` partition: the file listing readers and writers use "
-               "instead of listing storage), as Hudi does by default. false: the table has none (one a Java "
-               "writer built is removed before the write). The column_stats, bloom_filters and record_index "
-               "partitions are not kept (a Java-built one is dropped, as Java drops a disabled partition)."),
+           doc="true: keep Hudi's metadata table (its `files` partition: the file listing readers and writers "
+               "use instead of listing storage), building it if the table has none. false: the table has none "
+               "(one a Java writer built is removed before the write). Unset: a table that has one keeps it, "
+               "a new table gets none. The column_stats, bloom_filters and record_index partitions are not "
+               "kept (a Java-built one is dropped, as Java drops a disabled partition)."),
     Option("hoodie.metadata.compact.max.delta.commits", "metadata_compact_max_delta_commits", _int,
            doc="The metadata table is compacted into one HFile after this many deltacommits (Hudi's default: "
                "10), when no data instant it would fold in is pending."),
@@ -498,7 +499,8 @@ class WriteConfig:
     hive_style: bool = False
     url_encode: bool = False
     populate_meta_fields: bool = True
-    metadata_enable: bool = False  # docs/design/metadata-table.md: on by default once every action keeps it
+    # None: follow the table (keep a metadata table it has; build none); docs/design/metadata-table.md
+    metadata_enable: bool | None = None
     metadata_compact_max_delta_commits: int = 10
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
     keygen_class: str | None = None
@@ -637,6 +639,11 @@ class WriteConfig:
     def storage(self) -> Storage:
         """The table's storage, reached with this write's S3 options."""
         return Storage(self.path, self.storage_options)
+
+    def keeps_metadata_table(self, table_has_one: bool) -> bool:
+        """Whether this write keeps Hudi's metadata table: as hoodie.metadata.enable says, or, when
+        it is not set, as the table has it (a table with one keeps it, a new table gets none)."""
+        return self.metadata_enable if self.metadata_enable is not None else table_has_one
 
     @property
     def occ(self) -> bool:

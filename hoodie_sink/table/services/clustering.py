@@ -361,7 +361,7 @@ def run(cfg: WriteConfig, runner: GroupRunner | None = None) -> ClusteringResult
     """Execute the oldest pending clustering whose runner is gone, or schedule and execute a
     new one.  None when there is nothing to cluster."""
     storage = cfg.storage()
-    if not cfg.metadata_enable:
+    if not cfg.keeps_metadata_table(metadata_sync.is_kept(storage)):
         # a replacecommit that Hudi's metadata table does not list would be invisible to Java readers
         remove_metadata_table(storage)
     timeline = Timeline.load(storage)

@@ -179,7 +179,7 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
     # The metadata table is rebuilt rather than rolled back instant by instant (Java restores it
     # to the savepoint, then syncs a listing diff): removed first, so every crash window leaves
     # readers listing storage; built again from the restored listing at the end.
-    keep_metadata = metadata_sync.is_kept(storage) or cfg.metadata_enable
+    keep_metadata = cfg.keeps_metadata_table(metadata_sync.is_kept(storage))
     remove_metadata_table(storage)
     pending_restore = timeline.pending((RESTORE,))
     if pending_restore:  # a restore that died: finish it from its plan

@@ -37,6 +37,7 @@ from hoodie_sink.table.format.fs_view import FileSystemView, latest_slice_files
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
 from hoodie_sink.table.format.keygen import check_key_columns
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
+from hoodie_sink.table.format.metadata_table import has_files_partition
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
 from hoodie_sink.table.format.schema import (
@@ -101,10 +102,11 @@ def begin(
     cfg, table, exists, op, index, data_schema, incoming = _resolve(cfg, storage, input_schema)
     if not exists:
         create_table(storage, table)
-    elif not cfg.metadata_enable:
+    keep_metadata = cfg.keeps_metadata_table(exists and has_files_partition(table.extra))
+    if exists and not keep_metadata:
         _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
-    if cfg.metadata_enable:  # kept, built or repaired before our instant exists
+    if keep_metadata:  # kept, built or repaired before our instant exists
         settle_metadata_table(storage, timeline, True, cfg.metadata_compact_max_delta_commits)
     if exists:  # a BUCKET write into a table that does not record its bucket layout
         table = settle_bucket_layout(storage, cfg, table, timeline)
@@ -222,7 +224,7 @@ def _open_table(cfg: WriteConfig, storage: Storage) -> tuple[WriteConfig, TableC
 
 
 def _drop_metadata_table(storage: Storage, table: TableConfig) -> None:
-    """hoodie.metadata.enable=false: Hudi's metadata table, which a Java writer may have built,
+    """Not keeping it (hoodie.metadata.enable=false): Hudi's metadata table, which a Java writer may have built,
     would not list our commit: remove it before the instant exists (metadata/removal.py explains
     the crash windows)."""
     remove_metadata_table(storage, table.extra)

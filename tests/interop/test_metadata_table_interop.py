@@ -94,6 +94,7 @@ def test_java_and_we_take_turns_on_one_metadata_table(any_java_hudi, tmp_path, t
         java.write(path, data, javas)
         model.update({r["id"]: r for r in data.to_pylist()})
         assert init_instants(path) == init, f"round {round_}: Java re-initialised our metadata table"
+        java_lists_as_storage(java, path)
         assert_listing_matches_storage(path)
         assert_table_matches(path, list(model.values()))
     java_sees(java, path, model)
@@ -110,7 +111,65 @@ def test_we_continue_a_metadata_table_java_built(java_hudi, tmp_path):
     opts.pop("hoodie.metadata.compact.max.delta.commits")
     hoodie_sink.write(data, str(path), opts)
     assert init_instants(path) == init  # continued, not rebuilt
+    java_lists_as_storage(java_hudi, path)
     assert_listing_matches_storage(path)
     expected = {**before, **{r["id"]: r for r in data.to_pylist()}}
     got = {r["id"]: r["fare"] for r in java_hudi.read(path, **READ_THROUGH_METADATA).to_pylist()}
     assert got == {k: v["fare"] for k, v in expected.items()}
+
+
+def java_lists_as_storage(java, path: Path) -> None:
+    """Java's metadata-table reader lists what Java's storage listing finds, file for file."""
+    found = java.call("metadata_files", path=str(path))
+    assert found["metadata"] == found["storage"]
+
+
+def test_services_keep_the_metadata_table_for_java(java_hudi, tmp_path):
+    """Clustering, compaction, clean, archival, a rolled-back write and a restore: after each, Java's
+    metadata-table listing equals its storage listing, and Java reads the model through it."""
+    from hoodie_sink.table.client.table import Table
+
+    path = tmp_path / "t"
+    opts = {
+        **OURS,
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.datasource.write.operation": "upsert",
+        "hoodie.cleaner.commits.retained": "2",
+        "hoodie.keep.min.commits": "3",
+        "hoodie.keep.max.commits": "4",
+        "hoodie.clustering.plan.strategy.small.file.limit": str(64 << 20),
+    }
+    model: dict[int, dict] = {}
+
+    def write(ids, ts: int, operation: str = "upsert") -> None:
+        data = trips(ids, ts)
+        hoodie_sink.write(data, str(path), {**opts, "hoodie.datasource.write.operation": operation})
+        model.update({r["id"]: r for r in data.to_pylist()})
+
+    for ts in range(1, 4):  # small file groups, several per partition: something to cluster
+        write(range(ts * 100, ts * 100 + 12), ts, "bulk_insert")
+    write(range(100, 112, 2), 4)  # updates into logs: something to compact
+    java_lists_as_storage(java_hudi, path)
+    table = Table(str(path), opts)
+    assert table.compact()
+    java_lists_as_storage(java_hudi, path)
+    java_sees(java_hudi, path, model)
+    assert table.cluster() is not None
+    java_lists_as_storage(java_hudi, path)
+    java_sees(java_hudi, path, model)
+    for ts in range(5, 9):
+        write(range(ts * 5, ts * 5 + 12), ts)
+    table.clean()
+    table.archive()
+    java_lists_as_storage(java_hudi, path)
+    java_sees(java_hudi, path, model)
+    saved = dict(model)
+    savepoint = table.savepoint()
+    write(range(100, 110), 20)
+    write(range(0, 10), 21)
+    table.restore(savepoint.instant)
+    model = saved
+    java_lists_as_storage(java_hudi, path)
+    java_sees(java_hudi, path, model)
+    assert_listing_matches_storage(path)
+    assert_table_matches(path, list(model.values()))

@@ -44,7 +44,7 @@ from hoodie_sink.table.metadata.compaction import DEFAULT_MAX_DELTA_COMMITS, com
 from hoodie_sink.table.metadata.data_properties import read_data_properties, set_listed_partitions
 from hoodie_sink.table.metadata.files_change import FilesChange
 from hoodie_sink.table.metadata.removal import remove_metadata_table
-from hoodie_sink.table.metadata.writer import FILES_FILE_ID, append_block
+from hoodie_sink.table.metadata.writer import FILES_FILE_ID, append_block, metadata_lock
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,11 @@ BULK_INSERT_PREPPED = "BULK_INSERT_PREPPED"
 def initialize(storage: Storage, timeline: Timeline) -> bool:
     """Build the metadata table of the table at `storage` from a listing, unless a data instant is
     pending.  `timeline`: the data timeline just loaded.  Whether it was built."""
+    with metadata_lock(storage):
+        return _initialize(storage, timeline)
+
+
+def _initialize(storage: Storage, timeline: Timeline) -> bool:
     pending = timeline.pending()
     if pending:
         log.info(
@@ -133,14 +138,15 @@ def settle(
     if not enabled:
         remove_metadata_table(storage, props)
         return
-    listed = listed_partitions(props)
-    if FILES_PARTITION in listed and _has_completed_instant(storage):
-        if listed != [FILES_PARTITION]:
-            drop_unkept_partitions(storage, [p for p in listed if p != FILES_PARTITION])
-    elif not initialize(storage, timeline):
-        return
-    if compact_if_due(storage, timeline, compact_after) is not None:
-        clean_if_due(storage)
+    with metadata_lock(storage):
+        listed = listed_partitions(props)
+        if FILES_PARTITION in listed and _has_completed_instant(storage):
+            if listed != [FILES_PARTITION]:
+                drop_unkept_partitions(storage, [p for p in listed if p != FILES_PARTITION])
+        elif not _initialize(storage, timeline):
+            return
+        if compact_if_due(storage, timeline, compact_after) is not None:
+            clean_if_due(storage)
 
 
 def drop_unkept_partitions(storage: Storage, partitions: list[str]) -> None:

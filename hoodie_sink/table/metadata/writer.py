@@ -17,6 +17,7 @@ delete it whole.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 
 from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat, inflight_workload_json
 from hoodie_sink.table.format.file_group import LogFile
@@ -31,6 +32,7 @@ from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_st
 from hoodie_sink.table.format.timeline.instant import COMPLETED, DELTA_COMMIT, INFLIGHT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.metadata.files_change import FilesChange
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,14 @@ UPSERT_PREPPED = "UPSERT_PREPPED"
 # Our write token for metadata log files: versions already make the names unique within a slice
 WRITE_TOKEN = "0-1-0"
 FILES_FILE_ID = metadata_file_id(FILES, 0)
+METADATA_LOCK = "metadata"
+
+
+def metadata_lock(storage: Storage) -> AbstractContextManager[None]:
+    """The lock every writer of the metadata table holds (the sink's service lock `metadata`): its
+    deltacommits, compaction, clean, initialisation and archival run one at a time, across
+    processes, as Java runs them inside the data table's lock."""
+    return service_lock(storage, METADATA_LOCK, "write the metadata table")
 
 
 def write_deltacommit(storage: Storage, instant: str, change: FilesChange) -> None:

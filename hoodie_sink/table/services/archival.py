@@ -54,8 +54,9 @@ from hoodie_sink.table.format.timeline.instant import (
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
 from hoodie_sink.table.metadata import sync as metadata_sync
+from hoodie_sink.table.metadata.writer import metadata_lock
 from hoodie_sink.table.options.write_config import WriteConfig
-from hoodie_sink.table.services.service_lock import service_lock
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,8 @@ def run_archival(target: str | Storage, cfg: ArchivalConfig | None = None) -> Ar
                                    _live_replacecommits(storage, timeline))  # fmt: skip
         if metadata_sync.is_kept(storage):
             to_archive = _before_metadata_compaction(storage, to_archive)
-            archive_metadata_table(storage, cfg, timeline)
+            with metadata_lock(storage):
+                archive_metadata_table(storage, cfg, timeline)
         result = _archive(storage, timeline, to_archive, cfg, started)
     if result.instants:
         log.info(

@@ -61,8 +61,8 @@ from hoodie_sink.table.format.timeline.timeline import (
 )
 from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.services.savepoint import savepointed_files
-from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)

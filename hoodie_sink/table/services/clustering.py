@@ -70,10 +70,10 @@ from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.services.clustering_strategy import ClusteringConfig, plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
-from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 from hoodie_sink.table.write.base_file_writer import (

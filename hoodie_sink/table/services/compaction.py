@@ -59,7 +59,7 @@ from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, read_file_slice
-from hoodie_sink.table.services.service_lock import service_lock
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 from hoodie_sink.table.write.base_file_writer import (

@@ -21,8 +21,8 @@ from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, format_instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.read.snapshot import read_snapshot
+from hoodie_sink.table.service_lock import STALE_LOCK_SECONDS, lock_path, service_lock
 from hoodie_sink.table.services import compaction
-from hoodie_sink.table.services.service_lock import STALE_LOCK_SECONDS, lock_path, service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import compaction_fence, coordinator
 from tests.unit.services.test_compaction import Table
@@ -151,7 +151,7 @@ def test_a_plan_waits_for_a_write_in_flight(tmp_path, monkeypatch):
 
 
 def test_a_write_waits_only_for_a_live_scheduler(tmp_path):
-    """The fence reads the scheduler's lock as services/service_lock.py writes and renews it."""
+    """The fence reads the scheduler's lock as service_lock.py writes and renews it."""
     storage = Storage(str(tmp_path))
     assert lock_path(compaction_fence.SCHEDULING_LOCK) == compaction_fence.SCHEDULING_LOCK_PATH
     assert compaction_fence.STALE_SECONDS == STALE_LOCK_SECONDS

@@ -177,9 +177,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.metadata.enable", "metadata_enable", _bool,
            doc="true: keep Hudi's metadata table (its `files` partition: the file listing readers and writers "
                "use instead of listing storage), building it if the table has none. false: the table has none "
-               "(one a Java writer built is removed before the write). Unset: a table that has one keeps it, "
-               "a new table gets none. The column_stats, bloom_filters and record_index partitions are not "
-               "kept (a Java-built one is dropped, as Java drops a disabled partition)."),
+               "(one a Java writer built is removed before the write). Unset: a new table gets one (Hudi's "
+               "default), an existing table keeps what it has. The column_stats, bloom_filters and "
+               "record_index partitions are not kept (a Java-built one is dropped, as Java drops a disabled "
+               "partition)."),
     Option("hoodie.metadata.compact.max.delta.commits", "metadata_compact_max_delta_commits", _int,
            doc="The metadata table is compacted into one HFile after this many deltacommits (Hudi's default: "
                "10), when no data instant it would fold in is pending."),
@@ -499,7 +500,7 @@ class WriteConfig:
     hive_style: bool = False
     url_encode: bool = False
     populate_meta_fields: bool = True
-    # None: follow the table (keep a metadata table it has; build none); docs/design/metadata-table.md
+    # None: a new table gets one, an existing table keeps what it has (docs/design/metadata-table.md)
     metadata_enable: bool | None = None
     metadata_compact_max_delta_commits: int = 10
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
@@ -640,10 +641,13 @@ class WriteConfig:
         """The table's storage, reached with this write's S3 options."""
         return Storage(self.path, self.storage_options)
 
-    def keeps_metadata_table(self, table_has_one: bool) -> bool:
+    def keeps_metadata_table(self, table_has_one: bool, new_table: bool = False) -> bool:
         """Whether this write keeps Hudi's metadata table: as hoodie.metadata.enable says, or, when
-        it is not set, as the table has it (a table with one keeps it, a new table gets none)."""
-        return self.metadata_enable if self.metadata_enable is not None else table_has_one
+        it is not set, as Hudi's writers do by default on a new table (they build one), and as the
+        table has it otherwise (a table with one keeps it; one without is not given one)."""
+        if self.metadata_enable is not None:
+            return self.metadata_enable
+        return table_has_one or new_table
 
     @property
     def occ(self) -> bool:

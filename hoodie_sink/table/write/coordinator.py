@@ -102,7 +102,9 @@ def begin(
     cfg, table, exists, op, index, data_schema, incoming = _resolve(cfg, storage, input_schema)
     if not exists:
         create_table(storage, table)
-    keep_metadata = cfg.keeps_metadata_table(exists and has_files_partition(table.extra))
+    keep_metadata = cfg.keeps_metadata_table(
+        exists and has_files_partition(table.extra), new_table=not exists
+    )
     if exists and not keep_metadata:
         _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)

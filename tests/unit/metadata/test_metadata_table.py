@@ -258,3 +258,38 @@ def test_a_base_file_hudi_1_1_wrote_reads():
     records = read_metadata_hfile(data, "hudi-1.1.1-files-base.hfile")
     assert [r.key for r in records] == ["__all_partitions__", "la", "nyc", "sf"]
     assert all(info.size > 0 for r in records[1:] for info in (r.files or {}).values())
+
+
+def test_a_metadata_compaction_killed_before_its_commit_is_redone(tmp_path, monkeypatch):
+    """The compaction's base file is written, its commit is not: nobody reads the base file (its
+    instant is not complete), and the next write removes it and compacts again."""
+    from hoodie_sink.table.format.timeline.timeline import TimelineStore
+
+    path = tmp_path / "t"
+    opts = {
+        **OPTS,
+        "hoodie.metadata.compact.max.delta.commits": "2",
+        "hoodie.datasource.write.operation": "upsert",
+    }
+    hoodie_sink.write(trips(range(10)), str(path), opts)  # the initialisation and one deltacommit
+    real = TimelineStore.complete
+
+    def die_on_compaction(self, inflight, content):
+        if "/.hoodie/metadata" in self.storage.base_uri and inflight.action == COMMIT:
+            raise RuntimeError("killed before the metadata compaction's commit")
+        return real(self, inflight, content)
+
+    monkeypatch.setattr(TimelineStore, "complete", die_on_compaction)
+    with pytest.raises(RuntimeError, match="killed before the metadata compaction"):
+        hoodie_sink.write(trips(range(5, 15), ts=2), str(path), opts)  # compacts at its begin
+    monkeypatch.undo()
+    assert not metadata_timeline(path).completed((COMMIT,))
+    assert list((path / ".hoodie" / "metadata" / "files").glob("*.hfile"))  # the orphan base file
+    assert_listing_matches_storage(path)
+    assert_table_matches(path, trips(range(10)).to_pylist())
+    hoodie_sink.write(trips(range(5, 15), ts=2), str(path), opts)
+    assert metadata_timeline(path).completed((COMMIT,))
+    assert_listing_matches_storage(path)
+    expected = {r["id"]: r for r in trips(range(10)).to_pylist()}
+    expected |= {r["id"]: r for r in trips(range(5, 15), ts=2).to_pylist()}
+    assert_table_matches(path, list(expected.values()))

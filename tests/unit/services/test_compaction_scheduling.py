@@ -219,3 +219,19 @@ def test_a_compactor_process_beside_a_writer(tmp_path):
     assert len(_completed(t.path, COMMIT)) >= 4
     assert _ours(t) == _model(t)
     t.check()
+
+
+def test_a_lock_left_by_a_dead_process_on_this_host_is_taken_at_once(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import time
+
+    storage = Storage(str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    storage.write_atomic(lock_path("metadata"), f"{time.time()!r} {socket.gethostname()} {dead.pid}".encode())
+    started = time.monotonic()
+    with service_lock(storage, "metadata", "test", wait_seconds=5):
+        assert storage.read_bytes(lock_path("metadata")).decode().endswith(f" {os.getpid()}")
+    assert time.monotonic() - started < 2

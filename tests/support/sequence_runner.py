@@ -28,6 +28,7 @@ from hoodie_sink.table.services import compaction
 from hoodie_sink.table.services import savepoint as sp
 from hoodie_sink.table.services.archival import ArchivalConfig, run_archival
 from hoodie_sink.table.services.cleaning import CleanConfig, run_clean
+from hoodie_sink.table.services.validation import validate_table
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import coordinator, write_path
 from hoodie_sink.table.write.context import TaskIdentity
@@ -43,19 +44,28 @@ class Combination:
     table_type: str  # COPY_ON_WRITE, MERGE_ON_READ
     index: str  # bloom, global_bloom, bucket
     move: bool = False  # hoodie.bloom.index.update.partition.path (GLOBAL_BLOOM)
+    metadata: bool = False  # hoodie.metadata.enable: Hudi's metadata table kept, listings read from it
 
     @property
     def mor(self) -> bool:
         return self.table_type == "MERGE_ON_READ"
 
     def __str__(self) -> str:
-        return f"{'mor' if self.mor else 'cow'}-{self.index}{'-move' if self.move else ''}"
+        move, metadata = "-move" if self.move else "", "-mdt" if self.metadata else ""
+        return f"{'mor' if self.mor else 'cow'}-{self.index}{move}{metadata}"
 
 
 COMBINATIONS = [
     Combination(t, i, m)
     for t in ("COPY_ON_WRITE", "MERGE_ON_READ")
     for i, m in (("bloom", False), ("global_bloom", False), ("global_bloom", True), ("bucket", False))
+]
+# with the metadata table kept (compacting every 3 deltacommits, so compaction, clean and archival of
+# the metadata table fall inside a sequence), one combination per index kind and table type
+METADATA_COMBINATIONS = [
+    Combination(t, i, m, metadata=True)
+    for t in ("COPY_ON_WRITE", "MERGE_ON_READ")
+    for i, m in (("bloom", False), ("global_bloom", True), ("bucket", False))
 ]
 
 
@@ -93,6 +103,11 @@ class SequenceRun:
             "hoodie.index.bloom.num_entries": "100",
             "hoodie.index.bloom.fpp": "0.05",
         }
+        if self.combo.metadata:
+            self.options |= {
+                "hoodie.metadata.enable": "true",
+                "hoodie.metadata.compact.max.delta.commits": "3",
+            }
         self.cfg = WriteConfig.from_options(self.options, path=self.path)
         self.storage = Storage(self.path)
         self.dead: list[str] = []  # instants of killed writes, still pending
@@ -206,6 +221,9 @@ class SequenceRun:
 
     def check(self, every_instant: bool) -> None:
         model = self.model
+        if self.combo.metadata:  # the metadata table lists what storage holds, every step
+            found = [v for v in validate_table(self.storage) if v.check == "metadata-table"]
+            assert not found, f"the metadata table differs from storage: {found[:5]}"
         theirs, ours = read_both(self.path)  # hudi-rs and ours agree, meta columns included
         snap = model.snapshot()
         assert rows_of(ours) == snap, f"snapshot differs from the model: {diff(rows_of(ours), snap)}"

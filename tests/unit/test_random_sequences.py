@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from tests.support.sequence_runner import COMBINATIONS, SequenceRun
+from tests.support.sequence_runner import COMBINATIONS, METADATA_COMBINATIONS, SequenceRun
 
 # Open items of issue 25 the sequences would hit today.  Each switch leaves out only the step (in
 # the combinations) that meets the gap; remove it when its item is fixed.  The model never bends.
@@ -34,4 +34,13 @@ CHECKED = set(filter(None, os.environ.get("HOODIE_MODEL_CHECK_GAPS", "").split("
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("combo", COMBINATIONS, ids=str)
 def test_random_sequences_match_the_model(tmp_path, combo, seed):
+    SequenceRun(str(tmp_path / "t"), combo, seed, frozenset(KNOWN_GAPS.keys() - CHECKED)).run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("combo", METADATA_COMBINATIONS, ids=str)
+def test_random_sequences_with_the_metadata_table_match_the_model(tmp_path, combo, seed):
+    """The same sequences with Hudi's metadata table kept: every read lists through it, and after
+    every step it lists what storage holds (tests/support/sequence_runner.py, check)."""
     SequenceRun(str(tmp_path / "t"), combo, seed, frozenset(KNOWN_GAPS.keys() - CHECKED)).run()

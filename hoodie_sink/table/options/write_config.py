@@ -177,8 +177,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.metadata.enable", "metadata_enable", _bool,
            doc="true: keep Hudi's metadata table (its `files` partition: the file listing readers and writers "
                "use instead of listing storage), building it if the table has none. false: the table has none "
-               "(one a Java writer built is removed before the write). Unset: a new table gets one (Hudi's "
-               "default), an existing table keeps what it has. The column_stats, bloom_filters and "
+               "(one a Java writer built is removed before the write). Unset: a table keeps what it has; a new "
+               "table gets none (Hudi's writers build one: set true for that). The column_stats, bloom_filters and "
                "record_index partitions are not kept (a Java-built one is dropped, as Java drops a disabled "
                "partition)."),
     Option("hoodie.metadata.compact.max.delta.commits", "metadata_compact_max_delta_commits", _int,
@@ -478,6 +478,11 @@ def is_write_option(key: str) -> bool:
 _PASSTHROUGH = ("path", "checkpointlocation", "queryname", "__path")
 
 MiB = 1024 * 1024
+# Hudi's writers give a new table a metadata table by default; ours do not yet: with it on by
+# default, 28 tests of the suite failed at stop 30 (most expect a table's files exactly as a write
+# left them, some a count of storage reads), and they were not all gone through.
+# docs/design/metadata-table.md, "Not done".
+NEW_TABLES_GET_A_METADATA_TABLE = False
 
 
 @dataclass(frozen=True)
@@ -500,7 +505,7 @@ class WriteConfig:
     hive_style: bool = False
     url_encode: bool = False
     populate_meta_fields: bool = True
-    # None: a new table gets one, an existing table keeps what it has (docs/design/metadata-table.md)
+    # None: an existing table keeps what it has; a new one: NEW_TABLES_GET_A_METADATA_TABLE
     metadata_enable: bool | None = None
     metadata_compact_max_delta_commits: int = 10
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
@@ -643,11 +648,11 @@ class WriteConfig:
 
     def keeps_metadata_table(self, table_has_one: bool, new_table: bool = False) -> bool:
         """Whether this write keeps Hudi's metadata table: as hoodie.metadata.enable says, or, when
-        it is not set, as Hudi's writers do by default on a new table (they build one), and as the
-        table has it otherwise (a table with one keeps it; one without is not given one)."""
+        it is not set, as the table has it (a table with one keeps it; one without is not given
+        one).  New tables: see NEW_TABLES_GET_A_METADATA_TABLE."""
         if self.metadata_enable is not None:
             return self.metadata_enable
-        return table_has_one or new_table
+        return table_has_one or (new_table and NEW_TABLES_GET_A_METADATA_TABLE)
 
     @property
     def occ(self) -> bool:

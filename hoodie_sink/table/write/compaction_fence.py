@@ -59,7 +59,11 @@ def _held(storage: Storage) -> bool:
         return False
     try:
         since = float(raw.decode("utf-8").split()[0])  # service_lock.py: "<time> <host> <pid>"
-    except (ValueError, IndexError, UnicodeDecodeError):  # not the holder's time: judged by the file's age instead
+    except (
+        ValueError,
+        IndexError,
+        UnicodeDecodeError,
+    ):  # not the holder's time: judged by the file's age instead
         mtime = storage.fs.get_file_info(storage.full(SCHEDULING_LOCK_PATH)).mtime
         since = mtime.timestamp() if mtime is not None else 0.0
     return time.time() - since <= STALE_SECONDS

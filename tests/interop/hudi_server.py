@@ -316,7 +316,8 @@ def validate_metadata(path: str) -> dict:
     meta = _meta_client(path)
     active = meta.getActiveTimeline()
     completed = {_instant_time(i) for i in active.filterCompletedInstants().getInstants().toArray()}
-    first = active.firstInstant()
+    # archival keeps cleans longer than commits: the commits timeline says where history starts
+    first = active.getCommitsTimeline().firstInstant()
     completed_or_archived = (completed, _instant_time(first.get()) if first.isPresent() else None)
     errors = []
     mdt = metadata_listing(path)["partitions"]
@@ -460,8 +461,9 @@ def _slices(view, part: str) -> list:
 def _committed_data_file(name: str, completed: set, first_active: str | None) -> bool:
     """Whether the MDT should list a file storage holds: not the partition metadata file, not a
     hidden file, not a base file of an instant the data timeline has not completed (its write
-    failed or is running; the MDT learns of files only at commit).  An instant before the active
-    timeline's first is archived, so completed (Java's containsOrBeforeTimelineStarts).  Log files
+    failed or is running; the MDT learns of files only at commit).  An instant before the first
+    of the active commits timeline is archived, so completed (as Java's views decide it,
+    HoodieTimeline.containsOrBeforeTimelineStarts).  Log files
     carry their base instant, not their own, so they are kept."""
     if name.startswith(PARTITION_METADATA) or (name.startswith(".") and ".log." not in name):
         return False

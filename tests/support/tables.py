@@ -32,6 +32,10 @@ FIXTURE_DIRS = {
     "mor_parquet_v6_nonpartitioned": "v6_nonpartitioned",
     "mor_parquet_v6_simplekeygen_nonhivestyle": "v6_simplekeygen_nonhivestyle",
 }
+# Tables Apache Hudi 0.15 wrote with its metadata table on (tests/fixtures/metadata-tables/README.md);
+# each zip holds one folder named like the zip.
+METADATA_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "metadata-tables"
+METADATA_FIXTURE_NAMES = ("cow_mdt_v6", "mor_mdt_v6", "mor_files_only_mdt_v6")
 COW_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("cow_")]
 MOR_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("mor_")]
 
@@ -55,6 +59,17 @@ def unzip_fixture(name: str, dest: Path) -> Path:
     for junk in table.rglob(".DS_Store"):
         junk.unlink()
     return table
+
+
+def unzip_metadata_fixture(name: str, dest: Path) -> Path:
+    """Unzip metadata-table fixture `name` (METADATA_FIXTURE_NAMES) into `dest`; returns the table
+    folder. A missing zip is an error, never a skip."""
+    z = METADATA_FIXTURES / f"{name}.zip"
+    if not z.is_file():
+        raise FileNotFoundError(f"metadata-table fixture {z} missing")
+    with zipfile.ZipFile(z) as zf:
+        zf.extractall(dest)
+    return dest / name
 
 
 def hudi_rs_read(path: str | Path) -> pa.Table:

@@ -32,10 +32,10 @@ def test_spark_refuses_a_folder_of_plain_parquet_and_leaves_it_untouched(spark, 
     table = tmp_path / "t"
     df.write.format("hoodie").options(**OPTS).mode("append").save(str(table))
     before = snapshot(table)
-    with pytest.raises(Exception, match="hoodie.metadata.enable"):
-        df.write.format("hoodie").options(**OPTS, **{"hoodie.metadata.enable": "true"}).mode("append").save(
-            str(table)
-        )
+    with pytest.raises(Exception, match="hoodie.metadata.record.index.enable"):
+        df.write.format("hoodie").options(**OPTS, **{"hoodie.metadata.record.index.enable": "true"}).mode(
+            "append"
+        ).save(str(table))
     bad_keygen = {
         "hoodie.datasource.write.keygenerator.type": "SIMPLE",
         "hoodie.datasource.write.recordkey.field": "id,ts",

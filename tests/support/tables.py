@@ -32,10 +32,6 @@ FIXTURE_DIRS = {
     "mor_parquet_v6_nonpartitioned": "v6_nonpartitioned",
     "mor_parquet_v6_simplekeygen_nonhivestyle": "v6_simplekeygen_nonhivestyle",
 }
-# Tables Apache Hudi 0.15 wrote with its metadata table on (tests/fixtures/metadata-tables/README.md);
-# each zip holds one folder named like the zip.
-METADATA_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "metadata-tables"
-METADATA_FIXTURE_NAMES = ("cow_mdt_v6", "mor_mdt_v6", "mor_files_only_mdt_v6")
 COW_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("cow_")]
 MOR_FIXTURES = [k for k in FIXTURE_DIRS if k.startswith("mor_")]
 
@@ -61,14 +57,19 @@ def unzip_fixture(name: str, dest: Path) -> Path:
     return table
 
 
+# Tables written by Hudi 0.15.0 with its metadata table on (tests/fixtures/metadata-tables/README.md).
+METADATA_FIXTURES = FIXTURES.parent / "metadata-tables"
+METADATA_FIXTURE_NAMES = ("cow_mdt_v6", "mor_mdt_v6", "mor_files_only_mdt_v6")
+
+
 def unzip_metadata_fixture(name: str, dest: Path) -> Path:
-    """Unzip metadata-table fixture `name` (METADATA_FIXTURE_NAMES) into `dest`; returns the table
-    folder. A missing zip is an error, never a skip."""
-    z = METADATA_FIXTURES / f"{name}.zip"
-    if not z.is_file():
-        raise FileNotFoundError(f"metadata-table fixture {z} missing")
-    with zipfile.ZipFile(z) as zf:
-        zf.extractall(dest)
+    """Unzip metadata-table fixture `name` (one of METADATA_FIXTURE_NAMES) into `dest`; returns the
+    data table's folder (its metadata table is `<table>/.hoodie/metadata`)."""
+    path = METADATA_FIXTURES / f"{name}.zip"
+    if not path.is_file():
+        raise FileNotFoundError(f"metadata-table fixture missing: {path}")
+    with zipfile.ZipFile(path) as z:
+        z.extractall(dest)
     return dest / name
 
 

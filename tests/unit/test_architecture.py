@@ -2,12 +2,15 @@
 folders of `hoodie_sink/table/` depend on each other in one direction only:
 
     storage, storage_options, lru_cache, arrow_util, metrics
-        <-  format  <-  options  <-  index  <-  read  <-  write  <-  services  <-  client
+        <-  format  <-  service_lock  <-  metadata  <-  options  <-  index  <-  read  <-  write
+        <-  services  <-  client
 
-(`options` parses the write and read options into typed configs: it may use the format's value
-types, and the format never reads an option; `errors`, outside `table/`, may be used by all of
-them; `cli/` and `datasource/`
-reach the engine through `client`, never `format` or `write`.)  Imports are read from
+(`service_lock` serialises the runners of one table service, the metadata table's writers too;
+`metadata` keeps Hudi's metadata table in step with the data timeline: it writes the format and
+is called by the write path and the services; `options` parses the write and read options into
+typed configs: it may use the format's value types, and the format never reads an option;
+`errors`, outside `table/`, may be used by all of them; `cli/` and `datasource/` reach the engine
+through `client`, never `format` or `write`.)  Imports are read from
 the source with `ast`, function-level ones included, so a late import cannot hide a circle.
 """
 
@@ -23,7 +26,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hoodie_sink"
 # layer of each room of table/; a module may import its own layer and lower ones
 LAYERS = {
     "storage": 0, "storage_options": 0, "lru_cache": 0, "arrow_util": 0, "metrics": 0,
-    "format": 1, "options": 2, "index": 3, "read": 4, "write": 5, "services": 6, "client": 7,
+    "format": 1, "service_lock": 2, "metadata": 3, "options": 4, "index": 5, "read": 6, "write": 7,
+    "services": 8, "client": 9,
 }  # fmt: skip
 
 

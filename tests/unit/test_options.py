@@ -57,7 +57,7 @@ ACCEPTED = {
     "hoodie.embed.timeline.server": "true",
     "hoodie.memory.merge.fraction": "0.6",
     "hoodie.metadata.enable": "false",
-    "hoodie.metadata.compact.max.delta.commits": "10",  # tunes a metadata table that is off
+    "hoodie.metadata.compact.max.delta.commits": "10",  # tunes Java's metadata table services
     "hoodie.datasource.hive_sync.enable": "false",
     "hoodie.datasource.hive_sync.database": "db",  # configures a sync that is off
     "hoodie.combine.before.upsert": "true",
@@ -81,8 +81,8 @@ ACCEPTED = {
 }
 
 REFUSED = {
-    "hoodie.metadata.enable": "true",
     "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.index.column.stats.enable": "true",
     "hoodie.datasource.hive_sync.enable": "true",
     "hoodie.datasource.write.reconcile.schema": "true",
     "hoodie.write.concurrency.mode": "optimistic_concurrency_control",

@@ -135,3 +135,13 @@ class SliceFiles:
     @property
     def has_logs(self) -> bool:
         return bool(self.log_names)
+
+
+@dataclass
+class Listing:
+    """The data files of a table (or of some of its partitions), with their sizes: what a storage
+    listing or the metadata table's `files` partition says is there."""
+
+    base_files: list[BaseFile] = field(default_factory=list)
+    log_files: list[LogFile] = field(default_factory=list)
+    partitions: set[str] = field(default_factory=set)

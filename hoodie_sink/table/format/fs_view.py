@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.compaction_plan import decode_compaction_plan
@@ -21,9 +20,13 @@ from hoodie_sink.table.format.file_group import (
     BaseFile,
     FileGroup,
     FileSlice,
+    Listing,
     LogFile,
     SliceFiles,
 )
+from hoodie_sink.table.format.metadata_listing import metadata_listing
+from hoodie_sink.table.format.metadata_table import has_files_partition
+from hoodie_sink.table.format.properties import parse_properties, read_properties_text
 from hoodie_sink.table.format.timeline.instant import (
     COMPACTION,
     DELTA_COMMIT,
@@ -35,14 +38,18 @@ from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commi
 from hoodie_sink.table.storage import Storage
 
 
-@dataclass
-class Listing:
-    base_files: list[BaseFile] = field(default_factory=list)
-    log_files: list[LogFile] = field(default_factory=list)
-    partitions: set[str] = field(default_factory=set)
+def list_table_files(
+    storage: Storage, partitions: list[str] | None = None, timeline: Timeline | None = None
+) -> Listing:
+    """The data files of the table (or of `partitions`): from Hudi's metadata table when the table
+    keeps one (format/metadata_listing.py; `timeline`: the data timeline, loaded if not given),
+    else from a storage listing."""
+    if has_files_partition(parse_properties(read_properties_text(storage)[0])):
+        return metadata_listing(storage, timeline or Timeline.load(storage), partitions)
+    return list_storage_files(storage, partitions)
 
 
-def list_table_files(storage: Storage, partitions: list[str] | None = None) -> Listing:
+def list_storage_files(storage: Storage, partitions: list[str] | None = None) -> Listing:
     """List data files below the base path (or only in `partitions`), skipping `.hoodie`.
 
     Which folders are partitions follows Hudi (FSUtils.getAllPartitionPaths), not folder-name
@@ -121,7 +128,7 @@ class FileSystemView:
         storage: Storage, timeline: Timeline | None = None, partitions: list[str] | None = None
     ) -> FileSystemView:
         timeline = timeline or Timeline.load(storage)
-        return FileSystemView(storage, timeline, list_table_files(storage, partitions))
+        return FileSystemView(storage, timeline, list_table_files(storage, partitions, timeline))
 
     def query_instant(self, as_of: str | None = None) -> str | None:
         latest = self.timeline.latest_completed()

@@ -3,19 +3,39 @@
 Java 0.14+ writers build the metadata table by default and list its partitions in
 `hoodie.table.metadata.partitions` (and those being built in `...partitions.inflight`); a reader
 lists files from it only while `files` is among them (`HoodieTableConfig.isMetadataTableAvailable`).
-We do not maintain it, so a write of ours removes it as Java's writers do when it is turned off
+A writer that does not keep it removes it as Java's writers do when it is turned off
 (`HoodieTableMetadataUtil.deleteMetadataTable`): these properties cleared, then the folder deleted.
 """
 
 from __future__ import annotations
 
+import posixpath
+
 from hoodie_sink.table.format.properties import line_key
 from hoodie_sink.table.format.timeline.timeline import META_DIR
+from hoodie_sink.table.storage import Storage
 
 METADATA_TABLE_DIR = f"{META_DIR}/metadata"
 K_METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 K_METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 METADATA_PARTITION_KEYS = (K_METADATA_PARTITIONS, K_METADATA_PARTITIONS_INFLIGHT)
+FILES_PARTITION = "files"
+
+
+def metadata_storage(storage: Storage) -> Storage:
+    """The metadata table's own storage, rooted at `<base>/.hoodie/metadata`: it is a Hudi table of
+    its own, so the data table's Storage, Timeline and TimelineStore serve it there."""
+    return Storage(posixpath.join(storage.base_uri.rstrip("/"), METADATA_TABLE_DIR), storage.options)
+
+
+def listed_partitions(props: dict[str, str]) -> list[str]:
+    """The metadata-table partitions the data table's properties list as built."""
+    return [p for p in (s.strip() for s in props.get(K_METADATA_PARTITIONS, "").split(",")) if p]
+
+
+def has_files_partition(props: dict[str, str]) -> bool:
+    """Whether readers list files through the metadata table (Java's isMetadataTableAvailable)."""
+    return FILES_PARTITION in listed_partitions(props)
 
 
 def lists_metadata_partitions(props: dict[str, str]) -> bool:

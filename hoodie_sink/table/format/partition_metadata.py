@@ -13,15 +13,18 @@ def partition_depth(partition_path: str) -> int:
     return len(partition_path.split("/")) if partition_path else 0
 
 
-def ensure_partition_metadata(storage: Storage, partition_path: str, instant: str) -> bool:
-    """Write the partition's metadata file unless present.  Returns whether this call wrote it."""
-    rel = join_partition(partition_path, PARTITION_METAFILE)
-    if storage.exists(rel):
-        return False
-    body = (
+def partition_metadata_text(partition_path: str, instant: str) -> str:
+    return (
         "#partition metadata\n"
         f"#{datetime.now(timezone.utc).ctime()}\n"
         f"commitTime={instant}\n"
         f"partitionDepth={partition_depth(partition_path)}\n"
     )
-    return storage.create_if_absent(rel, body.encode("utf-8"))
+
+
+def ensure_partition_metadata(storage: Storage, partition_path: str, instant: str) -> bool:
+    """Write the partition's metadata file unless present.  Returns whether this call wrote it."""
+    rel = join_partition(partition_path, PARTITION_METAFILE)
+    if storage.exists(rel):
+        return False
+    return storage.create_if_absent(rel, partition_metadata_text(partition_path, instant).encode("utf-8"))

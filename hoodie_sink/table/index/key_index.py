@@ -52,16 +52,16 @@ import pyarrow.parquet as pq
 
 from hoodie_sink.errors import HoodieKeyError, HoodieTableError
 from hoodie_sink.table.arrow_util import as_strings
-from hoodie_sink.table.format.file_group import BaseFile
-from hoodie_sink.table.format.keygen import KeyGenerator
-from hoodie_sink.table.format.virtual_keys import key_source_columns, stored_record_keys
-from hoodie_sink.table.index.bloom import (
+from hoodie_sink.table.format.bloom import (
     BLOOM_FOOTER_KEY,
     BLOOM_TYPE_CODE_KEY,
     MAX_KEY_FOOTER_KEY,
     MIN_KEY_FOOTER_KEY,
     BloomFilter,
 )
+from hoodie_sink.table.format.file_group import BaseFile
+from hoodie_sink.table.format.keygen import KeyGenerator
+from hoodie_sink.table.format.virtual_keys import key_source_columns, stored_record_keys
 from hoodie_sink.table.index.executor_cache import executor_cache
 from hoodie_sink.table.lru_cache import LRUCache
 from hoodie_sink.table.storage import Storage

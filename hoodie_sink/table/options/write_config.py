@@ -174,6 +174,16 @@ OPTIONS: tuple[Option, ...] = (
                    upper=True),
            ("type", "hoodie.table.type"), True),
     Option("hoodie.datasource.write.hive_style_partitioning", "hive_style", _bool, (), True),
+    Option("hoodie.metadata.enable", "metadata_enable", _bool,
+           doc="true: keep Hudi's metadata table (its `files` partition: the file listing readers and writers "
+               "use instead of listing storage), building it if the table has none. false: the table has none "
+               "(one a Java writer built is removed before the write). Unset: a new table gets one (Hudi's "
+               "default), an existing table keeps what it has. The column_stats, bloom_filters and "
+               "record_index partitions are not kept (a Java-built one is dropped, as Java drops a disabled "
+               "partition)."),
+    Option("hoodie.metadata.compact.max.delta.commits", "metadata_compact_max_delta_commits", _int,
+           doc="The metadata table is compacted into one HFile after this many deltacommits (Hudi's default: "
+               "10), when no data instant it would fold in is pending."),
     Option("hoodie.populate.meta.fields", "populate_meta_fields", _bool, (), True,
            doc="false: Hudi's virtual keys. Base files keep the five _hoodie_* columns but write them as "
                "nulls (the file name excepted), with no bloom filter or key range in the footer; keys are "
@@ -346,7 +356,6 @@ TUNING_OPTIONS = (
 # Hudi options that change what is written or read, accepted only with the value(s) that
 # describe what hoodie_sink does anyway (key -> (accepted values, what hoodie_sink does)).
 _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
-    "hoodie.metadata.enable": (("false",), "hoodie_sink does not write Hudi's metadata table"),
     "hoodie.datasource.hive_sync.enable": (("false",), "hoodie_sink does not sync to a Hive metastore"),
     "hoodie.datasource.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
     "hoodie.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
@@ -411,11 +420,16 @@ _REFUSED_PREFIXES: tuple[tuple[str, str], ...] = (
 
 # Option groups configuring a feature that is off unless its switch (in _FIXED_VALUES) is on: their
 # other keys are harmless, but a sub-feature switched on ("*.enable=true") is refused.
+_NOT_IMPLEMENTED = "which hoodie_sink does not implement"
 _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("hoodie.metadata.", "hoodie.metadata.enable"),
-    ("hoodie.datasource.hive_sync.", "hoodie.datasource.hive_sync.enable"),
-    ("hoodie.datasource.meta.sync.", "hoodie.datasource.meta.sync.enable"),
-    ("hoodie.meta.sync.", "hoodie.meta.sync.enable"),
+    (
+        "hoodie.metadata.",
+        "hoodie_sink keeps only the files partition of Hudi's metadata table (no column "
+        "stats, bloom filter or record index partition)",
+    ),
+    ("hoodie.datasource.hive_sync.", f"it needs hoodie.datasource.hive_sync.enable=true, {_NOT_IMPLEMENTED}"),
+    ("hoodie.datasource.meta.sync.", f"it needs hoodie.datasource.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
+    ("hoodie.meta.sync.", f"it needs hoodie.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
 )
 
 
@@ -433,12 +447,12 @@ def _check_hudi_option(key: str, value: str) -> bool:
                 f"Supported: {' or '.join(repr(a) for a in accepted)} (or leave the option unset)."
             )
         return True
-    for prefix, switch in _SWITCHED_SECTIONS:
+    for prefix, why in _SWITCHED_SECTIONS:
         if key.startswith(prefix):
             if key.endswith(".enable") and value.strip().lower() in ("true", "1", "yes"):
                 raise HoodieConfigError(
-                    f"Option '{key}'='{value}' is not supported: it needs {switch}=true, which hoodie_sink "
-                    f"does not implement. Supported: 'false' (or leave the option unset)."
+                    f"Option '{key}'='{value}' is not supported: {why}. Supported: 'false' (or leave the "
+                    "option unset)."
                 )
             return True
     for prefix, why in _REFUSED_PREFIXES:
@@ -486,6 +500,9 @@ class WriteConfig:
     hive_style: bool = False
     url_encode: bool = False
     populate_meta_fields: bool = True
+    # None: a new table gets one, an existing table keeps what it has (docs/design/metadata-table.md)
+    metadata_enable: bool | None = None
+    metadata_compact_max_delta_commits: int = 10
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
     keygen_class: str | None = None
     ts_type: str | None = None  # UNIX_TIMESTAMP, EPOCHMILLISECONDS, DATE_STRING, SCALAR
@@ -623,6 +640,14 @@ class WriteConfig:
     def storage(self) -> Storage:
         """The table's storage, reached with this write's S3 options."""
         return Storage(self.path, self.storage_options)
+
+    def keeps_metadata_table(self, table_has_one: bool, new_table: bool = False) -> bool:
+        """Whether this write keeps Hudi's metadata table: as hoodie.metadata.enable says, or, when
+        it is not set, as Hudi's writers do by default on a new table (they build one), and as the
+        table has it otherwise (a table with one keeps it; one without is not given one)."""
+        if self.metadata_enable is not None:
+            return self.metadata_enable
+        return table_has_one or new_table
 
     @property
     def occ(self) -> bool:

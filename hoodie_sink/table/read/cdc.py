@@ -85,7 +85,8 @@ import pyarrow.compute as pc
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clustering_plan import CLUSTER
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
-from hoodie_sink.table.format.fs_view import FileSystemView, Listing, list_table_files
+from hoodie_sink.table.format.file_group import Listing
+from hoodie_sink.table.format.fs_view import FileSystemView, list_table_files
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.instant import COMPACTION, WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import (

@@ -39,6 +39,8 @@ from hoodie_sink.table.format.archived_timeline import (
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
 from hoodie_sink.table.format.fs_view import list_table_files, replacing_instants
 from hoodie_sink.table.format.markers import TEMP_DIR
+from hoodie_sink.table.format.metadata_instants import latest_compaction_time
+from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.timeline.instant import (
     CLEAN,
@@ -51,8 +53,10 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
+from hoodie_sink.table.metadata import sync as metadata_sync
+from hoodie_sink.table.metadata.writer import metadata_lock
 from hoodie_sink.table.options.write_config import WriteConfig
-from hoodie_sink.table.services.service_lock import service_lock
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -87,14 +91,15 @@ def plan_archival(
     cfg: ArchivalConfig,
     clean_ectr: str | None = None,
     live_replacecommits: frozenset[str] = frozenset(),
+    keep_from: str | None = None,
 ) -> list[str]:
     """Instant times to archive, oldest first.  `clean_ectr`: the last completed clean's earliest
     commit to retain; `live_replacecommits`: completed replacecommits whose replaced file groups
-    still have files on storage."""
+    still have files on storage; `keep_from`: commits at or after it stay (the metadata table's)."""
     commits = timeline.completed()
     out: list[str] = []
     if len(commits) > cfg.max_commits:
-        limit = _commit_limit(timeline, clean_ectr)
+        limit = min(x for x in (_commit_limit(timeline, clean_ectr), keep_from, "9" * 20) if x is not None)
         for inst in commits[: len(commits) - cfg.min_commits]:
             if (limit is not None and inst.timestamp >= limit) or inst.timestamp in live_replacecommits:
                 break
@@ -150,28 +155,72 @@ def run_archival(target: str | Storage, cfg: ArchivalConfig | None = None) -> Ar
         timeline = ActiveTimeline.load(storage)
         to_archive = plan_archival(timeline, cfg, _last_clean_ectr(storage, timeline),
                                    _live_replacecommits(storage, timeline))  # fmt: skip
-        if not to_archive:
-            return ArchivalResult(None, 0, 0, time.monotonic() - started)
-        order = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}  # as the instant lived: requested first
-        states = [
-            s for ts in to_archive for s in sorted(timeline.states_of(ts), key=lambda i: order[i.state])
-        ]
-        folder = archive_dir(storage)
-        names = storage.list_names(folder)
-        numbers = [n for n in (archive_file_number(x) for x in names) if n is not None]
-        already = _in_newest_archive(storage, folder, names, numbers)
-        fresh = [s for s in states if (s.timestamp, s.action, s.state) not in already]
-        name = None
-        if fresh:
-            entries = [archived_entry(s, _content(storage, s), _mtime(storage, s)) for s in fresh]
-            name = archive_file_name(max(numbers, default=0) + 1)
-            storage.mkdirs(folder)
-            storage.write_atomic(f"{folder}/{name}", encode_archive_blocks(entries, cfg.batch))
-        _delete_archived(storage, states)
-    result = ArchivalResult(name, len(to_archive), len(states), time.monotonic() - started)
-    log.info("hoodie: archived %d instants (%d timeline files) of %s into %s in %.2fs",
-             result.instants, result.state_files, storage.base_uri, name, result.seconds)  # fmt: skip
+        if metadata_sync.is_kept(storage):
+            to_archive = _before_metadata_compaction(storage, to_archive)
+            with metadata_lock(storage):
+                archive_metadata_table(storage, cfg, timeline)
+        result = _archive(storage, timeline, to_archive, cfg, started)
+    if result.instants:
+        log.info(
+            "hoodie: archived %d instants (%d timeline files) of %s into %s in %.2fs",
+            result.instants, result.state_files, storage.base_uri, result.archive_file, result.seconds,
+        )  # fmt: skip
     return result
+
+
+def _archive(
+    storage: Storage, timeline: Timeline, to_archive: list[str], cfg: ArchivalConfig, started: float
+) -> ArchivalResult:
+    """Move the state files of `to_archive` into a new archive file, then delete them."""
+    if not to_archive:
+        return ArchivalResult(None, 0, 0, time.monotonic() - started)
+    order = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}  # as the instant lived: requested first
+    states = [s for ts in to_archive for s in sorted(timeline.states_of(ts), key=lambda i: order[i.state])]
+    folder = archive_dir(storage)
+    names = storage.list_names(folder)
+    numbers = [n for n in (archive_file_number(x) for x in names) if n is not None]
+    already = _in_newest_archive(storage, folder, names, numbers)
+    fresh = [s for s in states if (s.timestamp, s.action, s.state) not in already]
+    name = None
+    if fresh:
+        entries = [archived_entry(s, _content(storage, s), _mtime(storage, s)) for s in fresh]
+        name = archive_file_name(max(numbers, default=0) + 1)
+        storage.mkdirs(folder)
+        storage.write_atomic(f"{folder}/{name}", encode_archive_blocks(entries, cfg.batch))
+    _delete_archived(storage, states)
+    return ArchivalResult(name, len(to_archive), len(states), time.monotonic() - started)
+
+
+def archive_metadata_table(storage: Storage, cfg: ArchivalConfig, data: Timeline) -> ArchivalResult | None:
+    """The metadata table's own timeline, archived as Java's writers do it (HoodieTimelineArchiver
+    on the metadata table; docs/hudi/metadata-table-protocol.md#table-services): with one more commit
+    kept than the data table, and never an instant at or after its latest compaction (the blocks of
+    the latest slice need their initialisation or compaction instant) or at or after the data
+    table's earliest active instant (a rollback on the data table may still need to undo its
+    deltacommit)."""
+    mdt = metadata_storage(storage)
+    timeline = ActiveTimeline.load(mdt)
+    compacted = latest_compaction_time(timeline)
+    if compacted is None:
+        return None
+    earliest = min((i.timestamp for i in data.instants), default=compacted)
+    mdt_cfg = ArchivalConfig(cfg.min_commits + 1, cfg.max_commits + 1, cfg.batch)
+    to_archive = plan_archival(timeline, mdt_cfg, keep_from=min(compacted, earliest))
+    return _archive(mdt, timeline, to_archive, mdt_cfg, time.monotonic())
+
+
+def _before_metadata_compaction(storage: Storage, to_archive: list[str]) -> list[str]:
+    """With a metadata table, only instants older than its latest compaction may leave the active
+    timeline (Java's HoodieTimelineArchiver): a reader applies a metadata log block only while its
+    data instant is on the active timeline (format/metadata_instants.py), so archiving one whose
+    blocks no compaction has folded into a base file would drop its files from the listing."""
+    if not to_archive:
+        return to_archive
+    compacted = latest_compaction_time(Timeline.load(metadata_storage(storage)))
+    if compacted is None:
+        log.info("hoodie: not archiving %s: its metadata table has no compaction yet", storage.base_uri)
+        return []
+    return [ts for ts in to_archive if ts < compacted]
 
 
 def _content(storage: Storage, state: Instant) -> bytes:

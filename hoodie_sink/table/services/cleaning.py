@@ -42,8 +42,8 @@ from hoodie_sink.table.format.clean_metadata import (
     encode_cleaner_plan,
 )
 from hoodie_sink.table.format.clustering_plan import file_groups_under_clustering
-from hoodie_sink.table.format.file_group import FileGroup, FileSlice
-from hoodie_sink.table.format.fs_view import Listing, list_table_files, replacing_instants
+from hoodie_sink.table.format.file_group import FileGroup, FileSlice, Listing
+from hoodie_sink.table.format.fs_view import list_table_files, replacing_instants
 from hoodie_sink.table.format.timeline.instant import (
     CLEAN,
     COMPACTION,
@@ -59,9 +59,10 @@ from hoodie_sink.table.format.timeline.timeline import (
     TimelineStore,
     commit_metadata,
 )
+from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.services.savepoint import savepointed_files
-from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -251,6 +252,7 @@ def _execute(
         failed = {f for f in pool.map(delete, files) if f is not None}
     deleted = set(files) - failed
     taken_ms = int((time.monotonic() - started) * 1000)
+    metadata_sync.on_clean(storage, requested.timestamp, deleted)
     store.complete(current, encode_clean_metadata(requested.timestamp, taken_ms, plan, deleted, failed))
     return len(deleted), len(failed)
 

@@ -65,13 +65,15 @@ from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import INFLIGHT, REPLACE_COMMIT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.index.registry import index_of
+from hoodie_sink.table.metadata import sync as metadata_sync
+from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.services.clustering_strategy import ClusteringConfig, plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
 from hoodie_sink.table.services.row_order import sort_indices
-from hoodie_sink.table.services.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 from hoodie_sink.table.write.base_file_writer import (
@@ -82,7 +84,6 @@ from hoodie_sink.table.write.base_file_writer import (
     parquet_settings_of,
 )
 from hoodie_sink.table.write.instant_guard import InstantGuard
-from hoodie_sink.table.write.metadata_table import remove_metadata_table
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_clustering
 
 log = logging.getLogger(__name__)
@@ -281,6 +282,7 @@ def _execute(
         extra_metadata={SCHEMA_KEY: avro},
         partition_to_replace_file_ids=_replaced_file_ids(groups),
     )
+    metadata_sync.on_commit(storage, instant, md)
     store.complete(inflight, md.to_bytes())
     delete_markers(storage, instant)
     result = ClusteringResult(
@@ -359,8 +361,9 @@ def run(cfg: WriteConfig, runner: GroupRunner | None = None) -> ClusteringResult
     """Execute the oldest pending clustering whose runner is gone, or schedule and execute a
     new one.  None when there is nothing to cluster."""
     storage = cfg.storage()
-    # A replacecommit that Hudi's metadata table does not list would be invisible to Java readers.
-    remove_metadata_table(storage)
+    if not cfg.keeps_metadata_table(metadata_sync.is_kept(storage)):
+        # a replacecommit that Hudi's metadata table does not list would be invisible to Java readers
+        remove_metadata_table(storage)
     timeline = Timeline.load(storage)
     for ts in sorted(pending_clusterings(storage, timeline)):
         beat = last_beat(storage, ts)

@@ -56,9 +56,10 @@ from hoodie_sink.table.format.timeline.instant import (
     parse_instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants, LogStats, read_file_slice
-from hoodie_sink.table.services.service_lock import service_lock
+from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 from hoodie_sink.table.write.base_file_writer import (
@@ -337,6 +338,7 @@ def execute(
     md = CommitMetadata(
         operation_type=COMPACT, write_stats=stats, extra_metadata={SCHEMA_KEY: avro}, compacted=True
     )
+    metadata_sync.on_commit(storage, instant, md)
     # the compaction completes as a commit at its own instant (layout 1 keeps the compaction files)
     store.complete(Instant(instant, COMMIT, INFLIGHT), md.to_bytes())
     delete_markers(storage, instant)

@@ -57,6 +57,9 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.metadata import sync as metadata_sync
+from hoodie_sink.table.metadata.bootstrap import initialize as initialize_metadata_table
+from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.storage import Storage
@@ -173,6 +176,11 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
             f"Cannot restore {storage.base_uri} to {savepoint}: there is no such savepoint."
         )
     started = time.monotonic()
+    # The metadata table is rebuilt rather than rolled back instant by instant (Java restores it
+    # to the savepoint, then syncs a listing diff): removed first, so every crash window leaves
+    # readers listing storage; built again from the restored listing at the end.
+    keep_metadata = cfg.keeps_metadata_table(metadata_sync.is_kept(storage))
+    remove_metadata_table(storage)
     pending_restore = timeline.pending((RESTORE,))
     if pending_restore:  # a restore that died: finish it from its plan
         restore_instant = pending_restore[0].with_state(REQUESTED)
@@ -194,6 +202,8 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
     taken_ms = int((time.monotonic() - started) * 1000)
     store.complete(current, encode_restore_metadata(current.timestamp, taken_ms, plan, rollbacks))
     _drop_rollbacks_after(storage, store, savepoint)
+    if keep_metadata:
+        initialize_metadata_table(storage, Timeline.load(storage))
     log.info(
         "hoodie: restored %s to savepoint %s: %d instants rolled back", storage.base_uri, savepoint, len(plan)
     )

@@ -13,6 +13,9 @@
    every later upsert or delete of the key changes each copy and it never goes away by itself
    (docs/hudi/duplicate-keys.md).
 5. Every latest base file's bloom filter and min/max key footer hold every key of the file.
+6. With Hudi's metadata table, its `files` partition lists what storage holds: every file it lists
+   exists with its size, and every file of a completed instant is listed (log files too when no
+   instant is pending, since a pending write's logs cannot be told from committed ones by name).
 Pure reading: nothing is changed.  Vectorised over each file's keys (no per-record loop).
 """
 
@@ -25,8 +28,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
-from hoodie_sink.table.format.fs_view import FileSystemView
-from hoodie_sink.table.format.properties import MERGE_ON_READ, read_table_config
+from hoodie_sink.table.format.fs_view import FileSystemView, list_storage_files
+from hoodie_sink.table.format.metadata_listing import metadata_listing
+from hoodie_sink.table.format.metadata_table import has_files_partition
+from hoodie_sink.table.format.properties import (
+    MERGE_ON_READ,
+    parse_properties,
+    read_properties_text,
+    read_table_config,
+)
 from hoodie_sink.table.format.timeline.instant import CLEAN, COMPLETED, WRITE_ACTIONS
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, TimelineStore
 from hoodie_sink.table.index.key_index import RECORD_KEY_COLUMN, read_footer, read_record_keys
@@ -37,7 +47,7 @@ from hoodie_sink.table.storage import Storage
 
 @dataclass(frozen=True)
 class Violation:
-    check: str  # unreadable-file, missing-file, orphan-file, duplicate-key, bloom-footer
+    check: str  # unreadable-file, missing-file, orphan-file, duplicate-key, bloom-footer, metadata-table
     subject: str  # the file or key concerned
     detail: str
 
@@ -78,6 +88,7 @@ def validate_table(target: str | Storage, global_keys: bool = False) -> list[Vio
     out += _duplicate_keys(keys_per_file, global_keys)
     out += _missing_files(storage, timeline, view)
     out += _orphans(storage, timeline, view)
+    out += _metadata_table_mismatches(storage, timeline)
     return out
 
 
@@ -161,4 +172,34 @@ def _orphans(storage: Storage, timeline: ActiveTimeline, view: FileSystemView) -
                 "its instant is not on the timeline (a write that left it behind): invisible, wasted storage"
             )
         out.append(Violation("orphan-file", storage.full(bf.path), detail))
+    return out
+
+
+def _metadata_table_mismatches(storage: Storage, timeline: ActiveTimeline) -> list[Violation]:
+    """Check 6: the metadata table's listing against a storage listing."""
+    if not has_files_partition(parse_properties(read_properties_text(storage)[0])):
+        return []
+    listed = metadata_listing(storage, timeline)
+    stored = list_storage_files(storage)
+    on_storage = {f.path: f.size for f in stored.base_files} | {f.path: f.size for f in stored.log_files}
+    in_table = {f.path: f.size for f in listed.base_files} | {f.path: f.size for f in listed.log_files}
+    out = []
+    for path, size in sorted(in_table.items()):
+        if path not in on_storage:
+            out.append(
+                Violation(
+                    "metadata-table", storage.full(path), "listed by the metadata table, not on storage"
+                )
+            )
+        elif on_storage[path] != size:
+            detail = f"size {size} in the metadata table, {on_storage[path]} on storage"
+            out.append(Violation("metadata-table", storage.full(path), detail))
+    expected = [bf.path for bf in stored.base_files if timeline.is_committed(bf.instant)]
+    if not timeline.pending():
+        expected += [lf.path for lf in stored.log_files]
+    for path in expected:
+        if path not in in_table:
+            out.append(
+                Violation("metadata-table", storage.full(path), "on storage, missing from the metadata table")
+            )
     return out

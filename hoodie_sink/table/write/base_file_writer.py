@@ -18,18 +18,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
-from hoodie_sink.table.format.file_group import base_file_name, join_partition
-from hoodie_sink.table.format.markers import CREATE, create_marker
-from hoodie_sink.table.format.partition_metadata import ensure_partition_metadata
-from hoodie_sink.table.format.schema import META_COLUMNS
-from hoodie_sink.table.index.bloom import (
+from hoodie_sink.table.format.bloom import (
     BLOOM_FOOTER_KEY,
     BLOOM_TYPE_CODE_KEY,
     MAX_KEY_FOOTER_KEY,
     MIN_KEY_FOOTER_KEY,
     BloomFilter,
 )
+from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
+from hoodie_sink.table.format.file_group import base_file_name, join_partition
+from hoodie_sink.table.format.markers import CREATE, create_marker
+from hoodie_sink.table.format.partition_metadata import ensure_partition_metadata
+from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.instant_guard import InstantGuard

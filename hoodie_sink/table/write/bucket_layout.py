@@ -35,10 +35,10 @@ from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.index.bucket import bucket_of_file_id, record_key_bucket_ids
 from hoodie_sink.table.index.registry import index_of
+from hoodie_sink.table.metadata.data_properties import PROPERTIES_CRC
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
 from hoodie_sink.table.write.table_setup import bucket_layout_of, resolve_with_table, table_exists
 
 log = logging.getLogger(__name__)

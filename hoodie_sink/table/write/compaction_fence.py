@@ -10,7 +10,7 @@ docs/hudi/compaction-scheduling.md.
 
 Ours, in any concurrency mode, with two flags on storage and no lock taken by writers:
 
-* the scheduler holds `<aux>/compaction-schedule.lock` (services/service_lock.py, this name)
+* the scheduler holds `<aux>/compaction-schedule.lock` (service_lock.py, this name)
   from its check for pending writes until its plan is published;
 * a write publishes its instant, then waits while that lock is held, then lists the timeline
   again and chooses its slices from that listing.
@@ -34,7 +34,7 @@ from hoodie_sink.table.storage import Storage
 log = logging.getLogger(__name__)
 
 SCHEDULING_LOCK = "compaction-schedule"  # the service_lock name the scheduler holds
-# services/service_lock.py's file for that name and its staleness rule (the holder renews the
+# service_lock.py's file for that name and its staleness rule (the holder renews the
 # time written in it every STALE_SECONDS / 4; one older than STALE_SECONDS was left by a crash)
 SCHEDULING_LOCK_PATH = f"{SINK_AUX_DIR}/{SCHEDULING_LOCK}.lock"
 STALE_SECONDS = 60.0
@@ -58,8 +58,8 @@ def _held(storage: Storage) -> bool:
     except FileNotFoundError:
         return False
     try:
-        since = float(raw.decode("ascii"))
-    except ValueError:  # not the holder's time: judged by the file's age instead
+        since = float(raw.decode("utf-8").split()[0])  # service_lock.py: "<time> <host> <pid>"
+    except (ValueError, IndexError, UnicodeDecodeError):  # not the holder's time: judged by the file's age instead
         mtime = storage.fs.get_file_info(storage.full(SCHEDULING_LOCK_PATH)).mtime
         since = mtime.timestamp() if mtime is not None else 0.0
     return time.time() - since <= STALE_SECONDS

@@ -37,6 +37,7 @@ from hoodie_sink.table.format.fs_view import FileSystemView, latest_slice_files
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
 from hoodie_sink.table.format.keygen import check_key_columns
 from hoodie_sink.table.format.markers import delete_markers, list_marked_files
+from hoodie_sink.table.format.metadata_table import has_files_partition
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.format.replace_metadata import encode_requested_replace
 from hoodie_sink.table.format.schema import (
@@ -64,6 +65,9 @@ from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline,
 from hoodie_sink.table.format.write_operation import TABLE, WriteOperation
 from hoodie_sink.table.index.protocol import Index
 from hoodie_sink.table.index.registry import index_of
+from hoodie_sink.table.metadata import sync as metadata_sync
+from hoodie_sink.table.metadata.bootstrap import settle as settle_metadata_table
+from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.storage import Storage
@@ -72,7 +76,6 @@ from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_sc
 from hoodie_sink.table.write.conflicts import check_clustering_conflicts, check_concurrent_writes
 from hoodie_sink.table.write.context import WriteContext
 from hoodie_sink.table.write.locking import check_table_lock, table_lock
-from hoodie_sink.table.write.metadata_table import remove_metadata_table
 from hoodie_sink.table.write.plan import WritePlan, keygen_config_of
 from hoodie_sink.table.write.rollback import delete_files, rollback_failed_writes, rollback_instant
 from hoodie_sink.table.write.table_setup import (
@@ -99,9 +102,14 @@ def begin(
     cfg, table, exists, op, index, data_schema, incoming = _resolve(cfg, storage, input_schema)
     if not exists:
         create_table(storage, table)
-    else:
+    keep_metadata = cfg.keeps_metadata_table(
+        exists and has_files_partition(table.extra), new_table=not exists
+    )
+    if exists and not keep_metadata:
         _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
+    if keep_metadata:  # kept, built or repaired before our instant exists
+        settle_metadata_table(storage, timeline, True, cfg.metadata_compact_max_delta_commits)
     if exists:  # a BUCKET write into a table that does not record its bucket layout
         table = settle_bucket_layout(storage, cfg, table, timeline)
     existing = latest_schema(storage, timeline, table) if exists else None
@@ -218,8 +226,9 @@ def _open_table(cfg: WriteConfig, storage: Storage) -> tuple[WriteConfig, TableC
 
 
 def _drop_metadata_table(storage: Storage, table: TableConfig) -> None:
-    """Hudi's metadata table, which a Java writer may have built, would not list our commit:
-    remove it before the instant exists (write/metadata_table.py explains the crash windows)."""
+    """Not keeping it (hoodie.metadata.enable=false): Hudi's metadata table, which a Java writer may have built,
+    would not list our commit: remove it before the instant exists (metadata/removal.py explains
+    the crash windows)."""
     remove_metadata_table(storage, table.extra)
 
 
@@ -447,6 +456,7 @@ def _complete(
         partition_to_replace_file_ids=replaced,
     )
     inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
+    metadata_sync.on_commit(storage, ctx.instant, md)  # before the data instant completes, never after
     try:
         TimelineStore(storage).complete(inflight, md.to_bytes())
     except HoodieCommitStateUnknown:

@@ -40,6 +40,7 @@ from hoodie_sink.table.format.timeline.instant import (
     Instant,
 )
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 
@@ -227,6 +228,7 @@ def execute_rollback(
     delete_markers(storage, target.timestamp)
     taken_ms = int((time.monotonic() - started) * 1000)
     metadata = encode_rollback_metadata(rollback.timestamp, taken_ms, plan, files, [], storage.base_uri)
+    metadata_sync.on_rollback(storage, rollback.timestamp, target.timestamp)
     try:
         store.complete(inflight, metadata)
     except HoodieCommitStateUnknown:

@@ -17,11 +17,11 @@ import pytest
 
 import hoodie_sink
 from hoodie_sink.errors import HoodieKeyError, HoodieTableError
+from hoodie_sink.table.format.bloom import build_footer_metadata
 from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.index import bucket
 from hoodie_sink.table.index import key_index as ki
-from hoodie_sink.table.index.bloom import build_footer_metadata
 from hoodie_sink.table.index.key_index import KeyIndex, TagResult
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.storage import Storage

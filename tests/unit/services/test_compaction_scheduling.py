@@ -21,8 +21,8 @@ from hoodie_sink.table.format.properties import read_table_config
 from hoodie_sink.table.format.timeline.instant import COMMIT, COMPACTION, DELTA_COMMIT, format_instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.read.snapshot import read_snapshot
+from hoodie_sink.table.service_lock import STALE_LOCK_SECONDS, lock_path, service_lock
 from hoodie_sink.table.services import compaction
-from hoodie_sink.table.services.service_lock import STALE_LOCK_SECONDS, lock_path, service_lock
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write import compaction_fence, coordinator
 from tests.unit.services.test_compaction import Table
@@ -151,7 +151,7 @@ def test_a_plan_waits_for_a_write_in_flight(tmp_path, monkeypatch):
 
 
 def test_a_write_waits_only_for_a_live_scheduler(tmp_path):
-    """The fence reads the scheduler's lock as services/service_lock.py writes and renews it."""
+    """The fence reads the scheduler's lock as service_lock.py writes and renews it."""
     storage = Storage(str(tmp_path))
     assert lock_path(compaction_fence.SCHEDULING_LOCK) == compaction_fence.SCHEDULING_LOCK_PATH
     assert compaction_fence.STALE_SECONDS == STALE_LOCK_SECONDS
@@ -219,3 +219,19 @@ def test_a_compactor_process_beside_a_writer(tmp_path):
     assert len(_completed(t.path, COMMIT)) >= 4
     assert _ours(t) == _model(t)
     t.check()
+
+
+def test_a_lock_left_by_a_dead_process_on_this_host_is_taken_at_once(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import time
+
+    storage = Storage(str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    storage.write_atomic(lock_path("metadata"), f"{time.time()!r} {socket.gethostname()} {dead.pid}".encode())
+    started = time.monotonic()
+    with service_lock(storage, "metadata", "test", wait_seconds=5):
+        assert storage.read_bytes(lock_path("metadata")).decode().endswith(f" {os.getpid()}")
+    assert time.monotonic() - started < 2

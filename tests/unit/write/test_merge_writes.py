@@ -51,7 +51,7 @@ def test_bloom_settings_changed_between_commits_rebuild_the_filter(tmp_path):
     opts = {**OPTS, "hoodie.datasource.write.operation": "upsert", "hoodie.index.bloom.num_entries": "1000"}
     hoodie_sink.write(trips(100, start=250), str(path), opts)
     for ft in _latest_footers(path).values():
-        assert ft.bloom().vector_size == hoodie_sink.table.index.bloom.bit_size(1000, 1e-9)
+        assert ft.bloom().vector_size == hoodie_sink.table.format.bloom.bit_size(1000, 1e-9)
     want = _rows(trips(250)) | _rows(trips(100, start=250))
     assert_table_matches(path, list(want.values()))
 

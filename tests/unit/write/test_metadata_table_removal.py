@@ -1,6 +1,8 @@
-"""Hudi's metadata table: Java 0.14+ builds `.hoodie/metadata` and lists it in hoodie.properties;
-its readers then list files from it, where our commits are not.  Our writes (and clustering)
-remove it first, as Java's writers do with the metadata table turned off: properties, then folder.
+"""Hudi's metadata table turned off (hoodie.metadata.enable=false): Java 0.14+ builds
+`.hoodie/metadata` and lists it in hoodie.properties; its readers then list files from it, where
+commits that do not keep it are not.  Such writes (and clustering) remove it first, as Java's
+writers do with the metadata table turned off: properties, then folder.  (Unset, a write keeps the
+table's metadata table: tests/unit/metadata.)
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ import pytest
 import hoodie_sink
 from hoodie_sink.table.format.metadata_table import METADATA_TABLE_DIR
 from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_properties
+from hoodie_sink.table.metadata.data_properties import PROPERTIES_CRC
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services import clustering
 from hoodie_sink.table.storage import Storage
-from hoodie_sink.table.write.metadata_table import PROPERTIES_CRC
 from tests.support.tables import APPEND_OPTS, small_file_clustering
 
-OPTS = APPEND_OPTS
+OPTS = {**APPEND_OPTS, "hoodie.metadata.enable": "false"}
 CLUSTER = small_file_clustering()
 JAVA_LINES = (
     "hoodie.table.metadata.partitions=column_stats,files",

@@ -30,7 +30,10 @@ _KNOWN_ACTIONS = (
     "savepoint", "restore", "indexing", "schemacommit",
 )  # fmt: skip
 
-_NAME = re.compile(r"^(\d{14,17})\.([a-z]+)(?:\.(requested|inflight))?$")
+# 14 digits (seconds, before 0.10), 17 (milliseconds), or 20 and 23: the metadata table's own
+# instants carry a 3-digit suffix after the time they follow, twice for a compaction scheduled
+# right after an initialisation (`<t>010` + `001`) (docs/hudi/metadata-table-protocol.md#instants)
+_NAME = re.compile(r"^(\d{14,17}|\d{20}|\d{23})\.([a-z]+)(?:\.(requested|inflight))?$")
 _INSTANT_FMT = "%Y%m%d%H%M%S"
 
 

@@ -1,4 +1,4 @@
-"""Tests for hoodie_sink.table.index.bloom: byte-exactness with Java-written footers and with slow
+"""Tests for hoodie_sink.table.format.bloom: byte-exactness with Java-written footers and with slow
 scalar references of Hadoop MurmurHash and Hudi's InternalDynamicBloomFilter."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hoodie_sink.table.index.bloom import (
+from hoodie_sink.table.format.bloom import (
     BLOOM_FOOTER_KEY,
     BLOOM_TYPE_CODE_KEY,
     MAX_KEY_FOOTER_KEY,

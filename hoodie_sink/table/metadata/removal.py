@@ -1,4 +1,5 @@
-"""Removing Hudi's metadata table before a write of ours (format/metadata_table.py says why).
+"""Removing Hudi's metadata table, when a write of ours runs with hoodie.metadata.enable=false
+(format/metadata_table.py says why), or before a restore rebuilds it.
 
 Order, as Java's `deleteMetadataTable`: hoodie.properties first, then the folder.  Java's readers
 use the metadata table only while the properties list its `files` partition, so every crash
@@ -15,7 +16,6 @@ a commit of ours never lands while the properties still promise a metadata table
 from __future__ import annotations
 
 import logging
-import posixpath
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.metadata_table import (
@@ -24,12 +24,10 @@ from hoodie_sink.table.format.metadata_table import (
     without_metadata_partitions,
 )
 from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_properties, read_properties_text
+from hoodie_sink.table.metadata.data_properties import PROPERTIES_CRC
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
-PROPERTIES_CRC = posixpath.join(
-    posixpath.dirname(PROPERTIES_FILE), f".{posixpath.basename(PROPERTIES_FILE)}.crc"
-)
 
 
 def remove_metadata_table(storage: Storage, props: dict[str, str] | None = None) -> bool:
@@ -44,7 +42,7 @@ def remove_metadata_table(storage: Storage, props: dict[str, str] | None = None)
         storage.delete_dir(METADATA_TABLE_DIR)
     if listed or present:
         log.info(
-            "hoodie: removed Hudi's metadata table of %s (not maintained by hoodie_sink)", storage.base_uri
+            "hoodie: removed Hudi's metadata table of %s (hoodie.metadata.enable=false)", storage.base_uri
         )
     return listed or present
 

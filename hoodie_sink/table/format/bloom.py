@@ -30,7 +30,7 @@ import math
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -130,7 +130,7 @@ class _PreparedKeys:
         h *= _M
         np.right_shift(h, 15, out=tmp)
         h ^= tmp
-        return h
+        return np.asarray(h)
 
     def to_prepared_order(self, values: np.ndarray) -> np.ndarray:
         return values if self.order is None else values[self.order]
@@ -457,7 +457,7 @@ class _Reader:
         self._raw = raw
         self._pos = 0
 
-    def unpack(self, fmt: struct.Struct) -> tuple:
+    def unpack(self, fmt: struct.Struct) -> tuple[Any, ...]:
         if self._pos + fmt.size > len(self._raw):
             raise HoodieTableError("bloom filter footer value is truncated")
         values = fmt.unpack_from(self._raw, self._pos)

@@ -1,0 +1,161 @@
+"""The metadata table's own compaction (I/O, driver side): the `files` file group's latest slice
+merged into one HFile base file, so readers and writers read one file plus a few logs whatever
+the table's age, and the data timeline may archive (services/archival.py).
+
+When (HoodieBackedTableMetadataWriter.compactIfNecessary and validateTimelineBeforeSchedulingCompaction
+at release-0.15.0; docs/hudi/metadata-table-protocol.md#table-services):
+- `max_delta_commits` (hoodie.metadata.compact.max.delta.commits, 10) deltacommits since the last
+  compaction;
+- no data instant at or before the latest metadata deltacommit is pending: the compacted base file
+  would otherwise fold in blocks a reader does not trust yet (or miss ones that come later with an
+  older time);
+- no metadata compaction pending (one a crash left is removed first: nothing reads a base file of a
+  compaction that did not complete).
+The compaction instant is `<latest deltacommit>001`: after every block it folds in, before any
+later data instant.  Steps: `.compaction.requested` (the plan), `.compaction.inflight`, the base
+file, then `<c>.commit`; a base file is trusted only once its commit is there.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from hoodie_sink.table.format.bloom import BloomFilter
+from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat
+from hoodie_sink.table.format.compaction_plan import CompactionOperation, encode_compaction_plan
+from hoodie_sink.table.format.metadata_blocks import metadata_hfile
+from hoodie_sink.table.format.metadata_instants import latest_compaction_time
+from hoodie_sink.table.format.metadata_listing import FILES_FILE_ID, read_files_partition
+from hoodie_sink.table.format.metadata_records import MetadataRecord
+from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
+from hoodie_sink.table.format.metadata_slices import MetadataBaseFile
+from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
+from hoodie_sink.table.format.timeline.instant import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    INFLIGHT,
+    REQUESTED,
+    Instant,
+)
+from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.metadata.writer import current_slice
+from hoodie_sink.table.storage import Storage
+
+log = logging.getLogger(__name__)
+COMPACTION_SUFFIX = "001"
+COMPACT = "COMPACT"
+WRITE_TOKEN = "0-1-0"
+DEFAULT_MAX_DELTA_COMMITS = 10
+
+
+def compact_if_due(
+    storage: Storage, data_timeline: Timeline, max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS
+) -> str | None:
+    """Compact the metadata table of `storage` if it is due and allowed; its instant, or None."""
+    mdt = metadata_storage(storage)
+    timeline = Timeline.load(mdt)
+    for pending in timeline.pending((COMPACTION,)):
+        _remove_failed_compaction(mdt, pending.timestamp)
+        timeline = Timeline.load(mdt)
+    deltacommits = [i.timestamp for i in timeline.completed((DELTA_COMMIT,))]
+    if not deltacommits:
+        return None
+    since = latest_compaction_time(timeline) or ""
+    if sum(1 for t in deltacommits if t > since) < max_delta_commits:
+        return None
+    latest = deltacommits[-1]
+    blocking = [i.timestamp for i in data_timeline.pending() if i.timestamp <= latest]
+    if blocking:
+        log.info(
+            "hoodie: metadata table of %s not compacted: data instant %s is pending",
+            storage.base_uri,
+            blocking[0],
+        )
+        return None
+    return compact(storage, mdt, timeline, data_timeline, latest + COMPACTION_SUFFIX)
+
+
+def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: Timeline, instant: str) -> str:
+    current = current_slice(mdt, timeline, FILES_PARTITION, FILES_FILE_ID)
+    operation = CompactionOperation(
+        partition_path=FILES_PARTITION,
+        file_id=FILES_FILE_ID,
+        base_instant=current.base_instant,
+        base_file=current.base_file.name if current.base_file is not None else None,
+        log_files=tuple(lf.name for lf in current.log_files),
+        log_bytes=sum(lf.size for lf in current.log_files),
+    )
+    store = TimelineStore(mdt, zone="UTC")
+    requested = store.create_requested(instant, COMPACTION, encode_compaction_plan([operation]))
+    store.transition_to_inflight(requested, b"")
+    merged = read_files_partition(storage, data_timeline)
+    base = MetadataBaseFile(FILES_FILE_ID, WRITE_TOKEN, instant)
+    data = base_file_bytes([r for r in merged.values() if r is not None], base.name)
+    rel = f"{FILES_PARTITION}/{base.name}"
+    mdt.write_bytes(rel, data)
+    stat = WriteStat(
+        file_id=FILES_FILE_ID,
+        partition_path=FILES_PARTITION,
+        path=rel,
+        prev_commit=current.base_instant,
+        num_writes=len(merged),
+        total_write_bytes=len(data),
+        file_size_in_bytes=len(data),
+        extra={
+            "totalLogFilesCompacted": len(current.log_files),
+            "totalLogSizeCompacted": operation.log_bytes,
+        },
+    )
+    md = CommitMetadata(
+        operation_type=COMPACT,
+        write_stats=[stat],
+        extra_metadata={"schema": COMMIT_SCHEMA_JSON},
+        compacted=True,
+    )
+    store.complete(Instant(instant, COMMIT, INFLIGHT), md.to_bytes())
+    log.info(
+        "hoodie: compacted the metadata table of %s at %s (%d log files)",
+        storage.base_uri,
+        instant,
+        len(current.log_files),
+    )
+    return instant
+
+
+def base_file_bytes(records: list[MetadataRecord], name: str) -> bytes:
+    """An HFile base file as Java's HoodieAvroHFileWriter writes one: cells in key order, each with
+    the file's own name, a bloom filter of the keys (the data table's defaults) as meta block
+    `bloomFilter`, and the key range in the file info (docs/hudi/metadata-table-protocol.md#hfile-base-files).
+    Deleted entries are left out: nothing older than a base file remains for them to cancel."""
+    live = sorted((_without_tombstones(r) for r in records), key=lambda r: r.key.encode("utf-8"))
+    keys = [r.key for r in live]
+    bloom = BloomFilter.new_dynamic()
+    if keys:
+        bloom.add_keys(keys)
+    info = {
+        b"bloomFilterTypeCode": bloom.type_code.encode("utf-8"),
+        b"minRecordKey": keys[0].encode("utf-8") if keys else b"",
+        b"maxRecordKey": keys[-1].encode("utf-8") if keys else b"",
+    }
+    meta = {"bloomFilter": bloom.to_base64().encode("utf-8")}
+    return metadata_hfile(live, name, file_info=info, meta_blocks=meta)
+
+
+def _without_tombstones(record: MetadataRecord) -> MetadataRecord:
+    if record.files is None:
+        return record
+    return replace(record, files={n: i for n, i in record.files.items() if not i.is_deleted})
+
+
+def _remove_failed_compaction(mdt: Storage, instant: str) -> None:
+    """A compaction that did not complete: its base file (never read: its commit is missing) goes,
+    then its plan, so it is scheduled afresh."""
+    for info in mdt.list_dir(FILES_PARTITION):
+        if info.is_file and info.base_name.endswith(f"_{instant}.hfile"):
+            mdt.delete(f"{FILES_PARTITION}/{info.base_name}")
+    store = TimelineStore(mdt, zone="UTC")
+    for state in (INFLIGHT, REQUESTED):
+        mdt.delete(store.path(Instant(instant, COMPACTION, state)))
+    log.info("hoodie: removed the failed metadata-table compaction %s of %s", instant, mdt.base_uri)

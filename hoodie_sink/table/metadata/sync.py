@@ -1,0 +1,58 @@
+"""The hooks that keep the metadata table in step with the data timeline (I/O, driver side).
+
+Every action that changes the file listing calls one of these after its data files are written
+and before its data instant completes (docs/hudi/metadata-table-protocol.md#write-protocol): the write
+path's commit, clustering, compaction, clean and rollback.  A table whose properties list no
+metadata table is left alone; one that lists it is never left behind: these raise rather than
+skip, and the caller's data instant then stays pending (rolled back by the next writer).
+Every write of the metadata table holds its lock (`writer.metadata_lock`): two writers, or a
+writer and a service, would otherwise pick the same log version, or a compaction would miss a
+log file written beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.format.metadata_table import has_files_partition, metadata_storage
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.metadata import files_change
+from hoodie_sink.table.metadata.data_properties import read_data_properties
+from hoodie_sink.table.metadata.writer import metadata_lock, roll_back_metadata_instant, write_deltacommit
+from hoodie_sink.table.storage import Storage
+
+
+def is_kept(storage: Storage) -> bool:
+    """Whether the data table has a metadata table that readers trust (its `files` partition is
+    listed in hoodie.properties)."""
+    return has_files_partition(read_data_properties(storage))
+
+
+def on_commit(storage: Storage, instant: str, md: CommitMetadata) -> None:
+    """A commit, deltacommit, replacecommit (clustering, insert_overwrite) or compaction commit."""
+    if is_kept(storage):
+        with metadata_lock(storage):
+            write_deltacommit(storage, instant, files_change.of_commit(md))
+
+
+def on_clean(storage: Storage, instant: str, deleted: Iterable[str]) -> None:
+    """A clean: the files it deleted (relative paths) leave the listing."""
+    if is_kept(storage):
+        with metadata_lock(storage):
+            write_deltacommit(storage, instant, files_change.of_deleted_files(deleted))
+
+
+def on_rollback(storage: Storage, instant: str, rolled_back: str) -> None:
+    """A rollback of the failed write `rolled_back`: its metadata deltacommit, if it got that far,
+    is removed first (its files are being deleted and must never be listed), then the rollback
+    gets its own deltacommit.  Our rollbacks delete files and append nothing, so that deltacommit
+    adds no file; a failed write's files never reached the listing, so none is removed either."""
+    if not is_kept(storage):
+        return
+    with metadata_lock(storage):
+        mdt = metadata_storage(storage)
+        timeline = Timeline.load(mdt)
+        if timeline.states_of(rolled_back):
+            roll_back_metadata_instant(mdt, timeline, rolled_back)
+        write_deltacommit(storage, instant, files_change.FilesChange())

@@ -1,0 +1,134 @@
+"""One metadata-table deltacommit per data instant (I/O, driver side: it grows with files, not rows).
+
+Order (docs/hudi/metadata-table-protocol.md#write-protocol): the caller has written its data files and
+holds its inflight data instant; this writes the metadata deltacommit `<t>` of the same time,
+requested -> inflight -> one log file per touched file group -> completed; only then does the
+caller complete data instant `<t>`.  A crash in between leaves a metadata deltacommit "ahead" of
+the data table, which every reader ignores (its data instant is not completed) and the next
+writer removes (`roll_back_metadata_instant`).  The reverse, a data instant completed without its
+metadata deltacommit, would hide its files from every reader that lists through the metadata
+table, so nothing here may be skipped once a metadata table exists.
+
+Each deltacommit writes a new log file (the next version in the file group's latest slice), never
+appending: the file then holds the blocks of exactly one instant, which is what lets a rollback
+delete it whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AbstractContextManager
+
+from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat, inflight_workload_json
+from hoodie_sink.table.format.file_group import LogFile
+from hoodie_sink.table.format.log_format import block_instants, encode_block
+from hoodie_sink.table.format.metadata_blocks import metadata_data_block
+from hoodie_sink.table.format.metadata_keys import FILES
+from hoodie_sink.table.format.metadata_layout import metadata_file_id
+from hoodie_sink.table.format.metadata_records import MetadataRecord
+from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
+from hoodie_sink.table.format.metadata_slices import MetadataSlice, latest_slice
+from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
+from hoodie_sink.table.format.timeline.instant import COMPLETED, DELTA_COMMIT, INFLIGHT, REQUESTED, Instant
+from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.metadata.files_change import FilesChange
+from hoodie_sink.table.service_lock import service_lock
+from hoodie_sink.table.storage import Storage
+
+log = logging.getLogger(__name__)
+UPSERT_PREPPED = "UPSERT_PREPPED"
+# Our write token for metadata log files: versions already make the names unique within a slice
+WRITE_TOKEN = "0-1-0"
+FILES_FILE_ID = metadata_file_id(FILES, 0)
+METADATA_LOCK = "metadata"
+
+
+def metadata_lock(storage: Storage) -> AbstractContextManager[None]:
+    """The lock every writer of the metadata table holds (the sink's service lock `metadata`): its
+    deltacommits, compaction, clean, initialisation and archival run one at a time, across
+    processes, as Java runs them inside the data table's lock."""
+    return service_lock(storage, METADATA_LOCK, "write the metadata table")
+
+
+def write_deltacommit(storage: Storage, instant: str, change: FilesChange) -> None:
+    """Record `change` in the metadata table as deltacommit `instant` (the data instant's time)."""
+    mdt = metadata_storage(storage)
+    timeline = Timeline.load(mdt)
+    if timeline.states_of(instant):  # a retry of this instant, or what a failed attempt left
+        roll_back_metadata_instant(mdt, timeline, instant)
+        timeline = Timeline.load(mdt)
+    store = TimelineStore(mdt, zone="UTC")  # explicit instant times: the zone is never used
+    requested = store.create_requested(instant, DELTA_COMMIT)
+    inflight = store.transition_to_inflight(requested, inflight_workload_json(UPSERT_PREPPED))
+    stats = []
+    records = change.records()
+    if records:  # Java writes no empty block: a partition with nothing to say is skipped
+        stats.append(append_block(mdt, timeline, FILES_PARTITION, FILES_FILE_ID, instant, records))
+    md = CommitMetadata(
+        operation_type=UPSERT_PREPPED, write_stats=stats, extra_metadata={"schema": COMMIT_SCHEMA_JSON}
+    )
+    store.complete(inflight, md.to_bytes())
+
+
+def current_slice(mdt: Storage, timeline: Timeline, partition: str, file_id: str) -> MetadataSlice:
+    names = [(info.base_name, int(info.size or 0)) for info in mdt.list_dir(partition) if info.is_file]
+    completed = timeline.completed_times((DELTA_COMMIT, "commit"))
+    current = latest_slice(partition, file_id, names, completed)
+    if current is None:
+        raise FileNotFoundError(
+            f"Metadata table {mdt.base_uri}: file group {file_id} of partition {partition} has no file."
+        )
+    return current
+
+
+def append_block(
+    mdt: Storage,
+    timeline: Timeline,
+    partition: str,
+    file_id: str,
+    instant: str,
+    records: list[MetadataRecord],
+) -> WriteStat:
+    """One log file of the file group's latest slice, holding one HFILE_DATA block of `records`."""
+    current = current_slice(mdt, timeline, partition, file_id)
+    log_file = LogFile(partition, file_id, current.base_instant, current.next_log_version(), WRITE_TOKEN)
+    data = encode_block(metadata_data_block(records, instant))
+    if not mdt.create_if_absent(log_file.path, data):
+        raise FileExistsError(f"Metadata log file {mdt.full(log_file.path)} exists already.")
+    size = len(data)
+    base = current.base_file.name if current.base_file is not None else ""
+    return WriteStat(
+        file_id=file_id,
+        partition_path=partition,
+        path=log_file.path,
+        prev_commit=current.base_instant,
+        num_writes=len(records),
+        num_update_writes=len(records),
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+        extra={"logVersion": log_file.version, "logOffset": 0, "baseFile": base, "logFiles": [log_file.name]},
+    )
+
+
+def roll_back_metadata_instant(mdt: Storage, timeline: Timeline, instant: str) -> None:
+    """Remove metadata deltacommit `instant`: the log files holding its blocks, then its timeline
+    files, completed first (from then on no reader takes its blocks).  Runs before the data
+    instant's rollback completes: Java counts the blocks of a rolled-back data instant as valid
+    (HoodieTableMetadataUtil.getValidInstantTimestamps), so they must be gone by then."""
+    store = TimelineStore(mdt, zone="UTC")
+    for partition in _partitions(mdt):
+        for info in mdt.list_dir(partition):
+            name = info.base_name
+            if not (info.is_file and name.startswith(".") and ".log." in name):
+                continue
+            rel = f"{partition}/{name}"
+            instants, _ = block_instants(mdt.read_bytes(rel), mdt.full(rel))
+            if instant in instants:
+                mdt.delete(rel)
+    for state in (COMPLETED, INFLIGHT, REQUESTED):
+        mdt.delete(store.path(Instant(instant, DELTA_COMMIT, state)))
+    log.info("hoodie: rolled back metadata-table deltacommit %s of %s", instant, mdt.base_uri)
+
+
+def _partitions(mdt: Storage) -> list[str]:
+    return [i.base_name for i in mdt.list_dir("") if not i.is_file and not i.base_name.startswith(".")]

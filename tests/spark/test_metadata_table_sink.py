@@ -1,0 +1,69 @@
+"""The metadata table through Spark: a CDC stream and batch writes with hoodie.metadata.enable=true
+keep Hudi's metadata table; after every write its listing equals storage's, and the table equals
+the model through our reader and hudi-rs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hoodie_sink.table.format.fs_view import list_storage_files
+from hoodie_sink.table.format.metadata_listing import metadata_listing
+from hoodie_sink.table.format.metadata_table import metadata_storage
+from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.services.validation import validate_table
+from hoodie_sink.table.storage import Storage
+from tests.spark.test_streaming import OPTS, cdc_files, model_of, run_stream
+from tests.support.tables import assert_table_matches
+
+META = {"hoodie.metadata.enable": "true", "hoodie.metadata.compact.max.delta.commits": "4"}
+
+
+def assert_metadata_lists_storage(path: Path) -> None:
+    storage = Storage(str(path))
+    timeline = Timeline.load(storage)
+    listed = metadata_listing(storage, timeline)
+    stored = list_storage_files(storage)
+    committed = {f.path for f in stored.base_files if timeline.is_committed(f.instant)}
+    committed |= {f.path for f in stored.log_files}
+    assert {f.path for f in [*listed.base_files, *listed.log_files]} == committed
+    assert [v for v in validate_table(storage) if v.check == "metadata-table"] == []
+
+
+def test_cdc_stream_keeps_the_metadata_table(spark, tmp_path):
+    batches = cdc_files(tmp_path / "src", 12)
+    run_stream(spark, tmp_path / "src", tmp_path / "t", tmp_path / "ckpt",
+               {**META, "hoodie.datasource.write.table.type": "MERGE_ON_READ"})  # fmt: skip
+    assert_table_matches(tmp_path / "t", model_of(batches))
+    assert_metadata_lists_storage(tmp_path / "t")
+    mdt = Timeline.load(metadata_storage(Storage(str(tmp_path / "t"))))
+    data = Timeline.load(Storage(str(tmp_path / "t")))
+    assert {i.timestamp for i in data.completed()} <= {i.timestamp for i in mdt.completed((DELTA_COMMIT,))}
+    assert mdt.completed((COMMIT,)), "compacted every 4 deltacommits"
+
+
+def test_batch_writes_and_sql_insert_keep_the_metadata_table(spark, tmp_path):
+    path = tmp_path / "t"
+    opts = {**OPTS, **META}
+    df = spark.createDataFrame(
+        [(i, "abc"[i % 3], 1, float(i), False) for i in range(100)],
+        "id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN",
+    )
+    df.write.format("hoodie").options(**opts).mode("append").save(str(path))
+    assert_metadata_lists_storage(path)
+    df.filter("id < 30").selectExpr(
+        "id", "city", "CAST(2 AS BIGINT) AS ts", "fare + 1 AS fare", "_hoodie_is_deleted"
+    ).write.format("hoodie").options(**opts).mode("append").save(str(path))
+    assert_metadata_lists_storage(path)
+    view = "metadata_sink_view"
+    options = ", ".join(f"'{k}' '{v}'" for k, v in {**opts, "path": str(path)}.items())
+    columns = "id BIGINT, city STRING, ts BIGINT, fare DOUBLE, _hoodie_is_deleted BOOLEAN"
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} ({columns}) USING hoodie OPTIONS ({options})")
+    spark.sql(f"INSERT INTO {view} SELECT 500, 'a', 3, 5.0, false")
+    assert_metadata_lists_storage(path)
+    expected = {i: {"id": i, "city": "abc"[i % 3], "ts": 1, "fare": float(i), "_hoodie_is_deleted": False}
+                for i in range(100)}  # fmt: skip
+    for i in range(30):
+        expected[i] = {**expected[i], "ts": 2, "fare": float(i) + 1}
+    expected[500] = {"id": 500, "city": "a", "ts": 3, "fare": 5.0, "_hoodie_is_deleted": False}
+    assert_table_matches(path, list(expected.values()))

@@ -133,40 +133,6 @@ def file_slices(path: str, partitions: list) -> dict:
     return out
 
 
-def metadata_files(path: str) -> dict:
-    """What Java's metadata-table reader (HoodieBackedTableMetadata, as its writers and services
-    use it) lists: partition -> {file name: size}, and the same from Java's file-system-backed
-    listing (FileSystemBackedTableMetadata), for a test to compare: {"metadata": ..., "storage": ...}."""
-    jvm = SPARK._jvm
-    meta = _meta_client(path)
-    config = jvm.org.apache.hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
-    context = jvm.org.apache.hudi.common.engine.HoodieLocalEngineContext(meta.getStorageConf())
-    listing_class = jvm.org.apache.hudi.metadata.FileSystemBackedTableMetadata
-    try:  # 1.x
-        by_listing = listing_class(context, meta.getTableConfig(), meta.getStorage(), path)
-    except Exception:  # noqa: BLE001 - 0.15: (context, storage, base path, assume date partitioning)
-        by_listing = listing_class(context, meta.getStorage(), path, False)
-    readers = {
-        "metadata": jvm.org.apache.hudi.metadata.HoodieBackedTableMetadata(
-            context, meta.getStorage(), config, path
-        ),
-        "storage": by_listing,
-    }
-    out = {}
-    for what, reader in readers.items():
-        listing = {}
-        for part in reader.getAllPartitionPaths().toArray():
-            part = str(part)
-            folder = jvm.org.apache.hudi.storage.StoragePath(path if not part else f"{path}/{part}")
-            listing[part] = {
-                str(f.getPath().getName()): int(f.getLength())
-                for f in reader.getAllFilesInPartition(folder).toArray()
-            }
-        reader.close()
-        out[what] = listing
-    return out
-
-
 def archived_timeline(path: str) -> list:
     """The archived timeline as Java loads it (HoodieArchivedTimeline, with details): one dict per
     instant with its time, action, state and, for completed commits, the rows their stats name."""
@@ -407,7 +373,6 @@ OPS = {
         timeline,
         commits,
         file_slices,
-        metadata_files,
         properties,
         archived_timeline,
         clean_details,

@@ -133,40 +133,6 @@ def file_slices(path: str, partitions: list) -> dict:
     return out
 
 
-def metadata_files(path: str) -> dict:
-    """What Java's metadata-table reader (HoodieBackedTableMetadata, as its writers and services
-    use it) lists: partition -> {file name: size}, and the same from Java's file-system-backed
-    listing (FileSystemBackedTableMetadata), for a test to compare: {"metadata": ..., "storage": ...}."""
-    jvm = SPARK._jvm
-    meta = _meta_client(path)
-    config = jvm.org.apache.hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
-    context = jvm.org.apache.hudi.common.engine.HoodieLocalEngineContext(meta.getStorageConf())
-    listing_class = jvm.org.apache.hudi.metadata.FileSystemBackedTableMetadata
-    try:  # 1.x
-        by_listing = listing_class(context, meta.getTableConfig(), meta.getStorage(), path)
-    except Exception:  # noqa: BLE001 - 0.15: (context, storage, base path, assume date partitioning)
-        by_listing = listing_class(context, meta.getStorage(), path, False)
-    readers = {
-        "metadata": jvm.org.apache.hudi.metadata.HoodieBackedTableMetadata(
-            context, meta.getStorage(), config, path
-        ),
-        "storage": by_listing,
-    }
-    out = {}
-    for what, reader in readers.items():
-        listing = {}
-        for part in reader.getAllPartitionPaths().toArray():
-            part = str(part)
-            folder = jvm.org.apache.hudi.storage.StoragePath(path if not part else f"{path}/{part}")
-            listing[part] = {
-                str(f.getPath().getName()): int(f.getLength())
-                for f in reader.getAllFilesInPartition(folder).toArray()
-            }
-        reader.close()
-        out[what] = listing
-    return out
-
-
 def archived_timeline(path: str) -> list:
     """The archived timeline as Java loads it (HoodieArchivedTimeline, with details): one dict per
     instant with its time, action, state and, for completed commits, the rows their stats name."""
@@ -259,6 +225,138 @@ def properties(path: str) -> dict:
     return {str(k): str(props.getProperty(k)) for k in props.stringPropertyNames().toArray()}
 
 
+# -- the metadata table (MDT) as Java reads it ------------------------------------------------------
+# What a Java writer or reader of a table with `.hoodie/metadata` trusts (docs/hudi/metadata-table-oracle.md):
+# the partition and file listing of HoodieBackedTableMetadata (the MDT's `files` partition, read on the
+# MDT's completed timeline and filtered by the data table's completed instants) and the file-system
+# view built on it.  Each has a file-system-backed twin (FileSystemBackedTableMetadata, a listing-based
+# view) that answers the same question from storage; the checks compare the two.
+PARTITION_METADATA = ".hoodie_partition_metadata"
+
+
+def metadata_listing(path: str) -> dict:
+    """Java's MDT reader (HoodieBackedTableMetadata, metadata enabled): {"partitions": {partition:
+    [[file name, size], ...] sorted}, "synced_instant": its latest completed MDT deltacommit or None,
+    "latest_instant": the MDT timeline's latest completed instant or None, "timeline": the MDT's
+    instants [[time, action, state], ...] (completed and pending), "mdt_partitions": the MDT
+    partitions hoodie.properties lists}.  Fails when the table has no MDT Java would use (its readers
+    then fall back to listing storage, which would hide a missing MDT from the comparison)."""
+    meta = _meta_client(path)
+    cfg = meta.getTableConfig()
+    if not cfg.isMetadataTableAvailable():
+        raise RuntimeError(f"{path}: hoodie.properties lists no metadata-table partition (no MDT to read)")
+    md = _table_metadata(meta, metadata=True)
+    try:
+        if not md.enabled():
+            raise RuntimeError(f"{path}: Java's HoodieBackedTableMetadata is not enabled on this table")
+        partitions = _listing(md, path)
+        synced = md.getSyncedInstantTime()
+        synced = str(synced.get()) if synced.isPresent() else None
+    finally:
+        md.close()
+    mdt_timeline = metadata_timeline(path)
+    completed = [i for i in mdt_timeline if i[2] == "COMPLETED"]
+    return {
+        "partitions": partitions,
+        "synced_instant": synced,
+        "latest_instant": completed[-1][0] if completed else None,
+        "timeline": mdt_timeline,
+        "mdt_partitions": sorted(str(p) for p in cfg.getMetadataPartitions().toArray()),
+    }
+
+
+def storage_listing(path: str) -> dict:
+    """The same listing from storage (FileSystemBackedTableMetadata, what Java uses with the MDT
+    off): {"partitions": {partition: [[file name, size], ...] sorted}}; every file in the partition
+    folder, the partition metadata file and files of unfinished writes included."""
+    md = _table_metadata(_meta_client(path), metadata=False)
+    try:
+        return {"partitions": _listing(md, path)}
+    finally:
+        md.close()
+
+
+def file_slices_via_metadata(path: str, partitions: list | None = None, metadata: bool = True) -> dict:
+    """The latest file slices as a Java writer sees them: FileSystemViewManager's in-memory view
+    with the MDT enabled (HoodieMetadataFileSystemView in 0.x, a HoodieTableFileSystemView over
+    HoodieBackedTableMetadata in 1.x), or with metadata=False the listing-based view the same
+    factory builds without it.  partition -> sorted [[file id, base instant, base file or None,
+    base file size or None, [[log file, size], ...]], ...]; all partitions when `partitions` is None
+    (from the same metadata)."""
+    meta = _meta_client(path)
+    if partitions is None:
+        md = _table_metadata(meta, metadata=metadata)
+        try:
+            partitions = sorted(str(p) for p in md.getAllPartitionPaths().toArray())
+        finally:
+            md.close()
+    view = _file_system_view(meta, metadata)
+    try:
+        return {part: _slices(view, part) for part in partitions}
+    finally:
+        view.close()
+
+
+def metadata_timeline(path: str) -> list:
+    """The MDT's own active timeline, completed and pending: [[time, action, state], ...] in time
+    order (an instant with suffix 010, 011, ... is an MDT (re)initialisation of a partition)."""
+    mdt = SPARK._jvm.org.apache.hudi.metadata.HoodieTableMetadata.getMetadataTableBasePath(path)
+    tl = _meta_client(mdt).getActiveTimeline()
+    return [[_instant_time(i), i.getAction(), i.getState().name()] for i in tl.getInstants().toArray()]
+
+
+def validate_metadata(path: str) -> dict:
+    """The checks of Hudi's HoodieMetadataTableValidator (hudi-utilities; not in the Spark bundles,
+    and not on the Maven repository this machine reaches) done here through the bundle's classes:
+    * partitions: MDT partition list == storage's;
+    * files: per partition, the MDT's files == storage's by name and size (storage without the
+      partition metadata file and without base files of instants not completed on the data timeline);
+    * latest file slices and latest base files: the MDT-backed view == the listing-based view.
+    {"ok": bool, "errors": [str, ...], "checked": {"partitions": n, "files": n, "slices": n}}."""
+    meta = _meta_client(path)
+    active = meta.getActiveTimeline()
+    completed = {_instant_time(i) for i in active.filterCompletedInstants().getInstants().toArray()}
+    # archival keeps cleans longer than commits: the commits timeline says where history starts
+    first = active.getCommitsTimeline().firstInstant()
+    completed_or_archived = (completed, _instant_time(first.get()) if first.isPresent() else None)
+    errors = []
+    mdt = metadata_listing(path)["partitions"]
+    fs = storage_listing(path)["partitions"]
+    if sorted(mdt) != sorted(fs):
+        errors.append(f"partitions: MDT {sorted(mdt)} != storage {sorted(fs)}")
+    n_files = 0
+    for part in sorted(set(mdt) | set(fs)):
+        want = {f: size for f, size in fs.get(part, []) if _committed_data_file(f, *completed_or_archived)}
+        got = dict(mdt.get(part, []))
+        n_files += len(got)
+        for f in sorted(set(want) - set(got)):
+            errors.append(f"files {part!r}: {f} ({want[f]} bytes) in storage, not in the MDT")
+        for f in sorted(set(got) - set(want)):
+            errors.append(f"files {part!r}: {f} ({got[f]} bytes) in the MDT, not in storage")
+        for f in sorted(set(got) & set(want)):
+            if got[f] != want[f]:
+                errors.append(f"files {part!r}: {f} is {got[f]} bytes in the MDT, {want[f]} in storage")
+    parts = sorted(set(mdt) | set(fs))
+    via_mdt = file_slices_via_metadata(path, parts, metadata=True)
+    via_fs = file_slices_via_metadata(path, parts, metadata=False)
+    n_slices = 0
+    for part in parts:
+        n_slices += len(via_mdt[part])
+        if via_mdt[part] != via_fs[part]:
+            errors.append(
+                f"latest file slices {part!r}: MDT view {via_mdt[part]} != storage view {via_fs[part]}"
+            )
+        base_mdt = [r[2] for r in via_mdt[part] if r[2]]
+        base_fs = [r[2] for r in via_fs[part] if r[2]]
+        if base_mdt != base_fs:
+            errors.append(f"latest base files {part!r}: MDT view {base_mdt} != storage view {base_fs}")
+    return {
+        "ok": not errors,
+        "errors": errors,
+        "checked": {"partitions": len(parts), "files": n_files, "slices": n_slices},
+    }
+
+
 def stop() -> None:
     SPARK.stop()
     sys.exit(0)
@@ -275,12 +373,16 @@ OPS = {
         timeline,
         commits,
         file_slices,
-        metadata_files,
         properties,
         archived_timeline,
         clean_details,
         savepoints,
         restores,
+        metadata_listing,
+        storage_listing,
+        file_slices_via_metadata,
+        metadata_timeline,
+        validate_metadata,
         stop,
     )
 }
@@ -301,6 +403,74 @@ def _meta_client(path: str):
     except Exception:  # noqa: BLE001 - 0.14: the Hadoop configuration itself
         conf = hadoop_conf
     return builder.setConf(conf).build()
+
+
+def _engine_context(meta):
+    return SPARK._jvm.org.apache.hudi.common.engine.HoodieLocalEngineContext(meta.getStorageConf())
+
+
+def _metadata_config(metadata: bool):
+    return SPARK._jvm.org.apache.hudi.common.config.HoodieMetadataConfig.newBuilder().enable(metadata).build()
+
+
+def _table_metadata(meta, metadata: bool):
+    """HoodieBackedTableMetadata (same constructor in 0.15 and 1.x) or FileSystemBackedTableMetadata
+    (0.15 takes an assumeDatePartitioning flag, 1.x does not)."""
+    jvm = SPARK._jvm
+    ctx, storage, base = _engine_context(meta), meta.getStorage(), str(meta.getBasePath())
+    if metadata:
+        return jvm.org.apache.hudi.metadata.HoodieBackedTableMetadata(
+            ctx, storage, _metadata_config(True), base
+        )
+    cls = jvm.org.apache.hudi.metadata.FileSystemBackedTableMetadata
+    try:  # 1.x
+        return cls(ctx, storage, base)
+    except Exception:  # noqa: BLE001 - 0.15: (context, storage, base path, assumeDatePartitioning)
+        return cls(ctx, storage, base, False)
+
+
+def _listing(md, path: str) -> dict:
+    storage_path = SPARK._jvm.org.apache.hudi.storage.StoragePath
+    out = {}
+    for part in sorted(str(p) for p in md.getAllPartitionPaths().toArray()):
+        where = storage_path(path, part) if part else storage_path(path)
+        files = md.getAllFilesInPartition(where).toArray()
+        out[part] = sorted([str(f.getPath().getName()), int(f.getLength())] for f in files)
+    return out
+
+
+def _file_system_view(meta, metadata: bool):
+    """The in-memory view a Java writer builds (FileSystemViewManager.createInMemoryFileSystemView,
+    same signature in 0.15 and 1.x) over the completed and pending-compaction instants."""
+    return SPARK._jvm.org.apache.hudi.common.table.view.FileSystemViewManager.createInMemoryFileSystemView(
+        _engine_context(meta), meta, _metadata_config(metadata)
+    )
+
+
+def _slices(view, part: str) -> list:
+    rows = []
+    for fs in view.getLatestFileSlices(part).toArray():
+        base = fs.getBaseFile()
+        b = base.get() if base.isPresent() else None
+        logs = sorted([str(lf.getFileName()), int(lf.getFileSize())] for lf in fs.getLogFiles().toArray())
+        rows.append([str(fs.getFileId()), str(fs.getBaseInstantTime()), str(b.getFileName()) if b else None,
+                     int(b.getFileSize()) if b else None, logs])  # fmt: skip
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def _committed_data_file(name: str, completed: set, first_active: str | None) -> bool:
+    """Whether the MDT should list a file storage holds: not the partition metadata file, not a
+    hidden file, not a base file of an instant the data timeline has not completed (its write
+    failed or is running; the MDT learns of files only at commit).  An instant before the first
+    of the active commits timeline is archived, so completed (as Java's views decide it,
+    HoodieTimeline.containsOrBeforeTimelineStarts).  Log files
+    carry their base instant, not their own, so they are kept."""
+    if name.startswith(PARTITION_METADATA) or (name.startswith(".") and ".log." not in name):
+        return False
+    if ".log." in name:
+        return True
+    instant = name.rsplit("_", 1)[-1].split(".", 1)[0]
+    return instant in completed or (first_active is not None and instant < first_active)
 
 
 def _instant_time(inst) -> str:

@@ -121,6 +121,41 @@ class JavaHudi:
     def timeline(self, path, completed_only: bool = True) -> list[tuple[str, str, str]]:
         return [tuple(i) for i in self.call("timeline", path=str(path), completed_only=completed_only)]
 
+    # -- the metadata table (hudi_server.py: metadata_listing ... validate_metadata) ----------------
+    def metadata_listing(self, path) -> dict:
+        """Java's MDT reader: partitions -> [(file, size), ...], synced/latest MDT instant, MDT timeline."""
+        return self.call("metadata_listing", path=str(path))
+
+    def storage_listing(self, path) -> dict:
+        """The same listing from storage (FileSystemBackedTableMetadata)."""
+        return self.call("storage_listing", path=str(path))
+
+    def file_slices_via_metadata(self, path, partitions: list[str] | None = None) -> dict:
+        """Latest file slices of Java's MDT-backed view (what its writers use):
+        partition -> [[file id, base instant, base file, base size, [[log, size], ...]], ...]."""
+        return self.call("file_slices_via_metadata", path=str(path), partitions=partitions, metadata=True)
+
+    def file_slices_via_storage(self, path, partitions: list[str] | None = None) -> dict:
+        """The same from the listing-based view (metadata off), for comparison."""
+        return self.call("file_slices_via_metadata", path=str(path), partitions=partitions, metadata=False)
+
+    def metadata_timeline(self, path) -> list[tuple[str, str, str]]:
+        """The MDT's own timeline, completed and pending: [(time, action, state), ...]."""
+        return [tuple(i) for i in self.call("metadata_timeline", path=str(path))]
+
+    def validate_metadata(self, path) -> dict:
+        """Hudi's metadata-table validator's checks (partitions, files by name and size, latest file
+        slices and base files: MDT-backed == storage-backed): {"ok", "errors", "checked"}."""
+        return self.call("validate_metadata", path=str(path))
+
+    def assert_metadata_valid(self, path) -> dict:
+        """validate_metadata, failing with Java's findings; returns what was checked."""
+        r = self.validate_metadata(path)
+        assert r["ok"], f"Java Hudi {self.version} rejects the metadata table of {path}:\n" + "\n".join(
+            r["errors"]
+        )
+        return r["checked"]
+
     def close(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(RuntimeError, OSError):
@@ -130,6 +165,18 @@ class JavaHudi:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self._log.close()
+
+
+def mdt_init_instants(timeline) -> list[str]:
+    """The MDT instants that (re)initialise an MDT partition: the data instant (or fourteen zeros)
+    followed by a suffix of 010 or more (MDT compaction is 001, clean 002, ...; a plain MDT
+    deltacommit has the data instant's own time and no suffix)."""
+    out = []
+    for time, *_ in timeline:
+        base = 14 if time.startswith("0" * 14) and len(time) == 17 else 17
+        if len(time) == base + 3 and int(time[base:]) >= 10:
+            out.append(time)
+    return out
 
 
 def main() -> None:  # python -m tests.interop.java_hudi 0.15.0: start one and print its versions

@@ -119,9 +119,10 @@ def test_we_continue_a_metadata_table_java_built(java_hudi, tmp_path):
 
 
 def java_lists_as_storage(java, path: Path) -> None:
-    """Java's metadata-table reader lists what Java's storage listing finds, file for file."""
-    found = java.call("metadata_files", path=str(path))
-    assert found["metadata"] == found["storage"]
+    """Java's metadata-table reader lists what Java's storage listing finds, file for file, and the
+    latest file slices of its metadata-backed view (what its writers use) equal its listing-based
+    view's (hudi_server.validate_metadata: the checks of Hudi's metadata-table validator)."""
+    java.assert_metadata_valid(path)
 
 
 def test_services_keep_the_metadata_table_for_java(java_hudi, tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Iterable
 
 from hoodie_sink.table.format.file_group import log_file_name
 from hoodie_sink.table.format.log_format import (
@@ -153,20 +153,6 @@ def init_instant(latest_completed: str | None, offset: int = 0) -> str:
     """Instant of the initialization of the `offset`-th partition initialized together
     (createIndexInitTimestamp): files first, then bloom_filters, column_stats, record_index."""
     return f"{latest_completed or NO_INSTANT}{PARTITION_INIT_SUFFIX + offset:03d}"
-
-
-def is_valid_metadata_instant(instant: str, valid_data_instants: Container[str]) -> bool:
-    """Whether a reader applies a log block written at `instant` (HoodieTableMetadataUtil.
-    getValidInstantTimestamps): an instant of `valid_data_instants` (the data table's completed
-    instants, those its completed rollbacks and restores undid, and the metadata table's own
-    completed rollbacks and restores), an MDT action's suffixed time (001..006, or 010 and up for
-    initialization and indexing), or an instant of the empty table (00000000000000...)."""
-    if instant in valid_data_instants or instant.startswith(NO_INSTANT):
-        return True
-    if len(instant) != 17 + _SUFFIX_LEN or not instant.isdigit():
-        return False
-    suffix = int(instant[-_SUFFIX_LEN:])
-    return 1 <= suffix <= int(ROLLBACK_SUFFIX) or suffix >= PARTITION_INIT_SUFFIX
 
 
 # ------------------------------------------------------------------------------------ files

@@ -21,6 +21,7 @@ from hoodie_sink.table.format.metadata_blocks import (
     read_metadata_hfile,
     read_metadata_log,
 )
+from hoodie_sink.table.format.metadata_instants import valid_instants
 from hoodie_sink.table.format.metadata_keys import (
     ALL_PARTITIONS_KEY,
     BLOOM_FILTERS,
@@ -35,13 +36,14 @@ from hoodie_sink.table.format.metadata_keys import (
 )
 from hoodie_sink.table.format.metadata_layout import (
     DEFAULT_FILE_GROUPS,
-    is_valid_metadata_instant,
     metadata_file_id,
     parse_metadata_base_file_name,
 )
 from hoodie_sink.table.format.metadata_merge import live_files, merge_slice
 from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import METADATA_RECORD_SCHEMA_JSON
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.storage import Storage
 from tests.unit.format.mdt_fixtures import MDT_TABLES, unzip_mdt_table
 
 META = ".hoodie/metadata"
@@ -159,7 +161,8 @@ def test_the_merged_files_listing_is_what_the_data_partitions_hold(table):
     """Latest slice of files-0000-0 (base of the last completed MDT compaction or init, its logs'
     blocks in instant order, only blocks a reader trusts) merged with our rules."""
     mdt_done = _completed(table / META / ".hoodie")
-    valid = _completed(table / ".hoodie")
+    data_timeline = Timeline.load(Storage(str(table)))
+    valid = valid_instants(data_timeline, Timeline.load(Storage(str(table / META))), lambda i: [])
     files = _files(table, FILES)
     bases = [
         f for f in files if f.name.endswith(".hfile") and parse_metadata_base_file_name(f.name)[2] in mdt_done
@@ -173,7 +176,7 @@ def test_the_merged_files_listing_is_what_the_data_partitions_hold(table):
         if log is None or log.base_instant != base_instant:
             continue
         for block in read_metadata_log(f.read_bytes(), f.name):
-            if block.instant in mdt_done and is_valid_metadata_instant(block.instant, valid):
+            if block.instant in mdt_done and block.instant in valid:
                 for r in block.records:
                     versions[r.key].append((block.instant, r))
     merged = {

@@ -12,7 +12,6 @@ from hoodie_sink.table.format.metadata_layout import (
     DEFAULT_FILE_GROUPS,
     DEFAULT_WRITE_TOKEN,
     init_instant,
-    is_valid_metadata_instant,
     metadata_base_file_name,
     metadata_file_id,
     metadata_log_file_name,
@@ -96,13 +95,7 @@ def test_instant_suffixes_and_the_readers_rule():
     assert init_instant(None) == "00000000000000010"
     assert init_instant("20261126214153707", 3) == "20261126214153707013"
     assert suffixed("20261126214205674", "001") == "20261126214205674001"
-    completed = {"20261126214205674"}
-    assert is_valid_metadata_instant("20261126214205674", completed)
-    assert not is_valid_metadata_instant("20261126214208228", completed)  # its data instant not done
-    for suffix in ("001", "002", "003", "004", "005", "006", "010", "013"):
-        assert is_valid_metadata_instant("20261126214205674" + suffix, completed)
-    assert not is_valid_metadata_instant("20261126214205674007", completed)
-    assert is_valid_metadata_instant("00000000000000013001", set())
+    # which instants a reader trusts: tests/unit/metadata/test_metadata_pure.py (format/metadata_instants.py)
 
 
 def test_record_index_file_group_estimate():

@@ -331,3 +331,15 @@ def test_refusals_happen_before_the_table_or_an_instant_exists(tmp_path, monkeyp
         with pytest.raises(HoodieError, match=message):
             hoodie_sink.write(_odd_batch(), str(existing), {**PRE, **options})
         assert snapshot(existing) == before  # no timeline file, no data file
+
+
+def test_metadata_table_service_settings_we_do_not_take_are_refused(tmp_path):
+    with pytest.raises(HoodieConfigError, match="hoodie.metadata.cleaner.commits.retained"):
+        WriteConfig.from_options({"hoodie.metadata.cleaner.commits.retained": "5"}, path=str(tmp_path))
+    with pytest.raises(HoodieConfigError, match="hoodie.metadata.keep.max.commits"):
+        WriteConfig.from_options({"hoodie.metadata.keep.max.commits": "40"}, path=str(tmp_path))
+    for harmless in ("hoodie.metadata.insert.parallelism", "hoodie.metadata.max.reader.memory",
+                     "hoodie.metadata.index.column.stats.file.group.count"):  # fmt: skip
+        WriteConfig.from_options({harmless: "2"}, path=str(tmp_path))
+    cfg = WriteConfig.from_options({"hoodie.metadata.compact.max.delta.commits": "4"}, path=str(tmp_path))
+    assert cfg.metadata_compact_max_delta_commits == 4

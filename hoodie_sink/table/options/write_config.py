@@ -433,6 +433,21 @@ _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
+_METADATA_SECTION = "hoodie.metadata."
+# Keys of Java's metadata-table settings that change nothing of what the sink writes: the JVM's own
+# reading and parallelism, and the index partitions we do not keep (turning one on is refused below).
+_HARMLESS_METADATA_WORDS = ("parallelism", "memory", "spillable", "buffer", "reader", "metrics", "async")
+
+
+def _harmless_metadata_option(key: str) -> bool:
+    rest = key[len(_METADATA_SECTION) :]
+    return (
+        key.endswith(".enable")
+        or rest.startswith("index.")
+        or any(w in rest for w in _HARMLESS_METADATA_WORDS)
+    )
+
+
 def _check_hudi_option(key: str, value: str) -> bool:
     """True if `key` is a Hudi option accepted without effect; raise if it would change results
     and is not implemented; False if it is not a known Hudi option at all."""
@@ -447,6 +462,12 @@ def _check_hudi_option(key: str, value: str) -> bool:
                 f"Supported: {' or '.join(repr(a) for a in accepted)} (or leave the option unset)."
             )
         return True
+    if key.startswith(_METADATA_SECTION) and not _harmless_metadata_option(key):
+        raise HoodieConfigError(
+            f"Option '{key}'='{value}' is not supported: it configures the metadata table's services, which "
+            "hoodie_sink runs with its own settings (it takes hoodie.metadata.enable and "
+            "hoodie.metadata.compact.max.delta.commits; docs/design/metadata-table.md)."
+        )
     for prefix, why in _SWITCHED_SECTIONS:
         if key.startswith(prefix):
             if key.endswith(".enable") and value.strip().lower() in ("true", "1", "yes"):

@@ -23,8 +23,8 @@ from hoodie_sink.table.format.metadata_table import (
     lists_metadata_partitions,
     without_metadata_partitions,
 )
-from hoodie_sink.table.format.properties import PROPERTIES_FILE, parse_properties, read_properties_text
-from hoodie_sink.table.metadata.data_properties import PROPERTIES_CRC
+from hoodie_sink.table.format.properties import PROPERTIES_FILE, read_properties_text
+from hoodie_sink.table.metadata.data_properties import PROPERTIES_CRC, read_data_properties
 from hoodie_sink.table.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def remove_metadata_table(storage: Storage, props: dict[str, str] | None = None)
     """Clear the metadata-table partitions in hoodie.properties, then delete `.hoodie/metadata`.
     `props`: the properties the caller has just read (saves a read when there is nothing to do).
     Whether there was anything to remove."""
-    listed = lists_metadata_partitions(props if props is not None else _read_props(storage))
+    listed = lists_metadata_partitions(props if props is not None else read_data_properties(storage))
     if listed:
         _clear_partitions(storage)
     present = storage.is_dir(METADATA_TABLE_DIR)
@@ -45,10 +45,6 @@ def remove_metadata_table(storage: Storage, props: dict[str, str] | None = None)
             "hoodie: removed Hudi's metadata table of %s (hoodie.metadata.enable=false)", storage.base_uri
         )
     return listed or present
-
-
-def _read_props(storage: Storage) -> dict[str, str]:
-    return parse_properties(read_properties_text(storage)[0])
 
 
 def _clear_partitions(storage: Storage) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from hoodie_sink.table.format.log_format import DELETE_BLOCK, LogBlock, encode_block, rollback_command_block
 from hoodie_sink.table.format.metadata_blocks import metadata_delete_block, read_metadata_log
-from tests.unit.format.mdt_fixtures import unzip_mdt_table
+from tests.support.tables import unzip_metadata_fixture as unzip_mdt_table
 
 RLI_DELETE = ".hoodie/metadata/record_index/.record-index-0007-0_20261126214205674001.log.1_1-153-308"
 

@@ -44,7 +44,8 @@ from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import METADATA_RECORD_SCHEMA_JSON
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.storage import Storage
-from tests.unit.format.mdt_fixtures import MDT_TABLES, unzip_mdt_table
+from tests.support.tables import METADATA_FIXTURE_NAMES as MDT_TABLES
+from tests.support.tables import unzip_metadata_fixture as unzip_mdt_table
 
 META = ".hoodie/metadata"
 

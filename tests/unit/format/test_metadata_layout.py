@@ -25,7 +25,8 @@ from hoodie_sink.table.format.metadata_layout import (
 )
 from hoodie_sink.table.format.metadata_table import K_METADATA_PARTITIONS, K_METADATA_PARTITIONS_INFLIGHT
 from hoodie_sink.table.format.properties import K_NAME, parse_properties
-from tests.unit.format.mdt_fixtures import MDT_TABLES, unzip_mdt_table
+from tests.support.tables import METADATA_FIXTURE_NAMES as MDT_TABLES
+from tests.support.tables import unzip_metadata_fixture as unzip_mdt_table
 
 META = ".hoodie/metadata"
 

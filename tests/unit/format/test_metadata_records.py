@@ -44,7 +44,8 @@ from hoodie_sink.table.format.metadata_records import (
     split_file_id,
 )
 from hoodie_sink.table.format.metadata_schema import METADATA_RECORD_SCHEMA_JSON
-from tests.unit.format.mdt_fixtures import MDT_TABLES, unzip_mdt_table
+from tests.support.tables import METADATA_FIXTURE_NAMES as MDT_TABLES
+from tests.support.tables import unzip_metadata_fixture as unzip_mdt_table
 
 
 @pytest.fixture(scope="module", params=MDT_TABLES)

@@ -34,18 +34,23 @@ from hoodie_sink.table.format.timeline.instant import (
     REQUESTED,
     Instant,
 )
-from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline, commit_metadata
+from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, commit_metadata
 from hoodie_sink.table.storage import Storage
 
 
-def list_table_files(storage: Storage, partitions: list[str] | None = None) -> Listing:
+def list_table_files(
+    storage: Storage, partitions: list[str] | None = None, timeline: Timeline | None = None
+) -> Listing:
     """The data files of the table (or of `partitions`): from Hudi's metadata table when the table
     keeps one (format/metadata_listing.py), else from a storage listing.  Which metadata blocks
     count depends on the whole data timeline as it is now, never on the view's: a time-travel view
     passes a timeline cut at its instant, and under it the tombstones of later cleans would not
-    count, listing files those cleans deleted.  So the timeline is loaded here."""
+    count, listing files those cleans deleted.  So the timeline is loaded here, unless `timeline`
+    is an ActiveTimeline: that is always the whole timeline as loaded (cuts are plain Timelines),
+    and a writer that just loaded it need not list `.hoodie/` again."""
     if has_files_partition(parse_properties(read_properties_text(storage)[0])):
-        return metadata_listing(storage, Timeline.load(storage), partitions)
+        whole = timeline if isinstance(timeline, ActiveTimeline) else Timeline.load(storage)
+        return metadata_listing(storage, whole, partitions)
     return list_storage_files(storage, partitions)
 
 
@@ -128,7 +133,7 @@ class FileSystemView:
         storage: Storage, timeline: Timeline | None = None, partitions: list[str] | None = None
     ) -> FileSystemView:
         timeline = timeline or Timeline.load(storage)
-        return FileSystemView(storage, timeline, list_table_files(storage, partitions))
+        return FileSystemView(storage, timeline, list_table_files(storage, partitions, timeline))
 
     def query_instant(self, as_of: str | None = None) -> str | None:
         latest = self.timeline.latest_completed()

@@ -140,12 +140,15 @@ def settle(
         return
     with metadata_lock(storage):
         listed = listed_partitions(props)
-        if FILES_PARTITION in listed and _has_completed_instant(storage):
+        md_timeline = _metadata_timeline(storage) if FILES_PARTITION in listed else None
+        if md_timeline is not None and any(i.is_completed for i in md_timeline.instants):
             if listed != [FILES_PARTITION]:
                 drop_unkept_partitions(storage, [p for p in listed if p != FILES_PARTITION])
         elif not _initialize(storage, timeline):
             return
-        if compact_if_due(storage, timeline, compact_after) is not None:
+        else:
+            md_timeline = None  # built anew: its timeline is loaded again
+        if compact_if_due(storage, timeline, compact_after, md_timeline) is not None:
             clean_if_due(storage)
 
 
@@ -164,6 +167,8 @@ def drop_unkept_partitions(storage: Storage, partitions: list[str]) -> None:
     )
 
 
-def _has_completed_instant(storage: Storage) -> bool:
+def _metadata_timeline(storage: Storage) -> Timeline | None:
+    """The metadata table's timeline (loaded once per settle: a listing of its `.hoodie/`), or None
+    when it has no `.hoodie/` folder."""
     mdt = metadata_storage(storage)
-    return any(i.is_completed for i in Timeline.load(mdt).instants) if mdt.is_dir(".hoodie") else False
+    return Timeline.load(mdt) if mdt.is_dir(".hoodie") else None

@@ -51,11 +51,15 @@ DEFAULT_MAX_DELTA_COMMITS = 10
 
 
 def compact_if_due(
-    storage: Storage, data_timeline: Timeline, max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS
+    storage: Storage,
+    data_timeline: Timeline,
+    max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS,
+    timeline: Timeline | None = None,
 ) -> str | None:
-    """Compact the metadata table of `storage` if it is due and allowed; its instant, or None."""
+    """Compact the metadata table of `storage` if it is due and allowed; its instant, or None.
+    `timeline`: the metadata table's, if the caller loaded it under the metadata lock."""
     mdt = metadata_storage(storage)
-    timeline = Timeline.load(mdt)
+    timeline = timeline or Timeline.load(mdt)
     for pending in timeline.pending((COMPACTION,)):
         _remove_failed_compaction(mdt, pending.timestamp)
         timeline = Timeline.load(mdt)

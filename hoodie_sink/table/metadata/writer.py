@@ -58,7 +58,8 @@ def write_deltacommit(storage: Storage, instant: str, change: FilesChange) -> No
         roll_back_metadata_instant(mdt, timeline, instant)
         timeline = Timeline.load(mdt)
     store = TimelineStore(mdt, zone="UTC")  # explicit instant times: the zone is never used
-    requested = store.create_requested(instant, DELTA_COMMIT)
+    # under metadata_lock, and `timeline` (loaded under it) holds nothing at `instant`
+    requested = store.create_requested(instant, DELTA_COMMIT, time_checked_under_lock=True)
     inflight = store.transition_to_inflight(requested, inflight_workload_json(UPSERT_PREPPED))
     stats = []
     records = change.records()

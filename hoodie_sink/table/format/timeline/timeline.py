@@ -188,7 +188,9 @@ class TimelineStore:
     def path(self, instant: Instant) -> str:
         return f"{META_DIR}/{instant.file_name}"
 
-    def create_requested(self, ts: str, action: str, content: bytes = b"") -> Instant:
+    def create_requested(
+        self, ts: str, action: str, content: bytes = b"", time_checked_under_lock: bool = False
+    ) -> Instant:
         """Start instant `ts`, unless another writer holds that time under any action.
 
         Two writers of different actions (a write and a clustering) may pick the same
@@ -202,8 +204,13 @@ class TimelineStore:
             raise InstantTimeTaken(
                 f"Instant {ts} ({action}) already exists on the timeline of {self.storage.base_uri}."
             )
+        # A writer that holds its table's lock and found no instant at `ts` on the timeline it
+        # loaded under it (the metadata table's, whose instant times are the data table's) cannot
+        # race another: the listing below would only repeat what it saw.
         prefix = f"{ts}."
-        if any(n.startswith(prefix) and n != inst.file_name for n in self.storage.list_names(META_DIR)):
+        if not time_checked_under_lock and any(
+            n.startswith(prefix) and n != inst.file_name for n in self.storage.list_names(META_DIR)
+        ):
             self.storage.delete(mine)
             raise InstantTimeTaken(f"Instant time {ts} is taken on the timeline of {self.storage.base_uri}.")
         return inst

@@ -456,7 +456,16 @@ def _complete(
         partition_to_replace_file_ids=replaced,
     )
     inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
-    metadata_sync.on_commit(storage, ctx.instant, md)  # before the data instant completes, never after
+    try:
+        metadata_sync.on_commit(storage, ctx.instant, md)  # before the data instant completes, never after
+    except (OSError, HoodieCommitStateUnknown) as e:
+        # Whatever became of the metadata table's deltacommit, the data instant is certainly not
+        # complete: the write failed and may be undone (the rollback removes that deltacommit if it
+        # landed; docs/hudi/metadata-table-protocol.md).  Not "state unknown", which forbids undoing.
+        raise HoodieCommitError(
+            f"Could not write the metadata table's deltacommit {ctx.instant} on {storage.base_uri} "
+            f"(the data commit was not published): {e}"
+        ) from e
     try:
         TimelineStore(storage).complete(inflight, md.to_bytes())
     except HoodieCommitStateUnknown:

@@ -32,23 +32,35 @@ def rows(start: int, n: int) -> pa.Table:
                      "v": pa.array([float(i) for i in range(start, start + n)])})  # fmt: skip
 
 
-def is_completed_commit(rel: str) -> bool:
-    """A completed write instant (not the `.rollback` an abort publishes)."""
+DATA_TABLE, METADATA_TABLE = "data", "metadata"
+
+
+def is_completed_commit(storage: Storage, rel: str, table: str = DATA_TABLE) -> bool:
+    """A completed write instant on `table`'s timeline (not the `.rollback` an abort publishes);
+    the metadata table is a table of its own, with its own Storage at `<table>/.hoodie/metadata`."""
     inst = Instant.parse(rel.rsplit("/", 1)[-1])
+    is_metadata = storage.base_uri.rstrip("/").endswith("/.hoodie/metadata")
     return (
-        rel.startswith(".hoodie/") and inst is not None and inst.is_completed and inst.action in WRITE_ACTIONS
+        is_metadata == (table == METADATA_TABLE)
+        and rel.startswith(".hoodie/")
+        and inst is not None
+        and inst.is_completed
+        and inst.action in WRITE_ACTIONS
     )
 
 
-def fail_publish(monkeypatch, after_write: bool, check_fails: bool) -> list[str]:
-    """Storage that raises when publishing a completed commit (after writing it, or instead),
-    and optionally cannot read it back either.  Returns the paths it failed on."""
+def fail_publish(
+    monkeypatch, after_write: bool, check_fails: bool, table: str = DATA_TABLE, once: bool = False
+) -> list[str]:
+    """Storage that raises when publishing a completed commit of `table` (after writing it, or
+    instead; only the first such publish if `once`), and optionally cannot read it back either.
+    Returns the paths it failed on."""
     real_write, real_create, real_read = Storage.write_atomic, Storage.create_if_absent, Storage.read_bytes
     failed: list[str] = []
 
     def publisher(real):  # local disk publishes by rename, S3 by a conditional PUT
         def publish(self, rel, data=b""):
-            if not is_completed_commit(rel):
+            if not is_completed_commit(self, rel, table) or (once and failed):
                 return real(self, rel, data)
             failed.append(rel)
             if after_write:
@@ -120,3 +132,34 @@ def test_abort_after_the_commit_landed_deletes_nothing(tmp_path):
     coordinator.abort(ctx, settle_seconds=0)  # e.g. Spark's abort after a commit that raised late
     assert sorted(str(p) for p in path.rglob("*")) == files  # data and timeline files alike
     assert_table_matches(path, rows(0, 10).to_pylist())
+
+
+@pytest.mark.parametrize("after_write,check_fails", [(False, False), (True, True)], ids=["absent", "unknown"])
+def test_a_failed_metadata_deltacommit_fails_the_write_and_is_undone(tmp_path, monkeypatch, after_write,
+                                                                     check_fails):  # fmt: skip
+    """The metadata table's deltacommit of a write cannot be published, or its outcome is unknown:
+    the data commit is certainly not published, so the write fails as a HoodieCommitError and is
+    undone, the metadata deltacommit included if it landed."""
+    path = tmp_path / "t"
+    hoodie_sink.write(rows(0, 10), str(path), {**OPTS, "hoodie.metadata.enable": "true"})
+    before = data_files(path)
+    # only the write's own deltacommit fails: the rollback's, in the abort, publishes
+    failed = fail_publish(monkeypatch, after_write, check_fails, table=METADATA_TABLE, once=True)
+    with pytest.raises(HoodieCommitError, match="metadata table's deltacommit"):
+        hoodie_sink.write(rows(10, 10), str(path), OPTS)
+    monkeypatch.undo()
+    assert failed and data_files(path) == before
+    assert Timeline.load(Storage(str(path))).pending() == []
+    assert_table_matches(path, rows(0, 10).to_pylist())  # the metadata table's listing included
+    hoodie_sink.write(rows(20, 5), str(path), OPTS)
+    assert_table_matches(path, [*rows(0, 10).to_pylist(), *rows(20, 5).to_pylist()])
+
+
+def test_a_metadata_deltacommit_that_raised_after_landing_is_part_of_the_commit(tmp_path, monkeypatch):
+    path = tmp_path / "t"
+    hoodie_sink.write(rows(0, 10), str(path), {**OPTS, "hoodie.metadata.enable": "true"})
+    failed = fail_publish(monkeypatch, after_write=True, check_fails=False, table=METADATA_TABLE, once=True)
+    hoodie_sink.write(rows(10, 10), str(path), OPTS)
+    monkeypatch.undo()
+    assert failed
+    assert_table_matches(path, rows(0, 20).to_pylist())

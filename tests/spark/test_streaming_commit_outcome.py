@@ -38,14 +38,15 @@ if CTL:
         except OSError:
             return "off"
 
-    def _completed(rel):
+    def _completed(storage, rel):  # of the data table (its metadata table is a table of its own)
         inst = Instant.parse(rel.rsplit("/", 1)[-1])
-        return rel.startswith(".hoodie/") and inst is not None and inst.is_completed
+        data_table = not storage.base_uri.rstrip("/").endswith("/.hoodie/metadata")
+        return data_table and rel.startswith(".hoodie/") and inst is not None and inst.is_completed
 
     def _publisher(real):  # local disk publishes by rename, S3 by a conditional PUT
         def publish(self, rel, data=b""):
             mode = _mode()
-            if mode == "off" or not _completed(rel):
+            if mode == "off" or not _completed(self, rel):
                 return real(self, rel, data)
             real(self, rel, data)
             if mode.endswith("-once"):

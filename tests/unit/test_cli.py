@@ -80,9 +80,9 @@ def test_exit_codes_and_version(tmp_path):
     assert main(["timeline", str(tmp_path / "nothing")]) == 3
 
 
-def _table_for_checks(tmp_path) -> tuple:
+def _table_for_checks(tmp_path, **options: str) -> tuple:
     path = tmp_path / "t"
-    opts = {**OPTS, "hoodie.datasource.write.operation": "upsert"}
+    opts = {**OPTS, "hoodie.datasource.write.operation": "upsert", **options}
     for i in range(3):
         hoodie_sink.write(trips(12, start=i * 4), str(path), opts)
     return path, opts
@@ -108,7 +108,9 @@ def test_validate_passes_on_a_sound_table_and_names_each_corruption(tmp_path):
 
     from hoodie_sink.table.read.snapshot import Snapshot
 
-    path, _ = _table_for_checks(tmp_path)
+    # listed from storage: with a metadata table, a file put beside the table's is not listed at all
+    # (the next test)
+    path, _ = _table_for_checks(tmp_path, **{"hoodie.metadata.enable": "false"})
     ok = cli("validate", str(path))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "0 violation(s)" in ok.stdout
@@ -140,6 +142,27 @@ def test_validate_passes_on_a_sound_table_and_names_each_corruption(tmp_path):
     found = json.loads(cli("validate", str(path), "--json").stdout)
     checks = {(v["check"], v["subject"].rsplit("/", 1)[1]) for v in found}
     assert ("missing-file", victim.name) in checks and ("orphan-file", orphan.name) in checks
+
+
+def test_validate_compares_the_metadata_table_with_storage(tmp_path):
+    from hoodie_sink.table.read.snapshot import Snapshot
+
+    path, _ = _table_for_checks(tmp_path, **{"hoodie.metadata.enable": "true"})
+    assert cli("validate", str(path)).returncode == 0
+    bases = Snapshot.open(str(path)).base_files()
+    # a copy beside a base file: not in the metadata table, so no reader sees it; named as such
+    victim = path / bases[0].path
+    twin = victim.with_name(victim.name.replace(bases[0].file_id, "dupdupdu-0000-0000-0000-000000000000-0"))
+    twin.write_bytes(victim.read_bytes())
+    found = json.loads(cli("validate", str(path), "--json").stdout)
+    assert [(v["check"], v["subject"].rsplit("/", 1)[1]) for v in found] == [("metadata-table", twin.name)]
+    assert "missing from the metadata table" in found[0]["detail"]
+    twin.unlink()
+    # a base file deleted behind the table's back: listed by the metadata table, so readers fail on it
+    victim.unlink()
+    found = json.loads(cli("validate", str(path), "--json").stdout)
+    checks = {(v["check"], v["subject"].rsplit("/", 1)[1]) for v in found}
+    assert checks == {("unreadable-file", victim.name), ("metadata-table", victim.name)}
 
 
 def test_rollback_of_a_pending_write_and_refusals(tmp_path):

@@ -499,11 +499,9 @@ def is_write_option(key: str) -> bool:
 _PASSTHROUGH = ("path", "checkpointlocation", "queryname", "__path")
 
 MiB = 1024 * 1024
-# Hudi's writers give a new table a metadata table by default; ours do not yet: with it on by
-# default, 28 tests of the suite failed at stop 30 (most expect a table's files exactly as a write
-# left them, some a count of storage reads), and they were not all gone through.
-# docs/design/metadata-table.md, "Not done".
-NEW_TABLES_GET_A_METADATA_TABLE = False
+# Hudi's writers give a new table a metadata table by default (hoodie.metadata.enable defaults to
+# true since 0.11), and so do ours: docs/design/metadata-table.md.
+NEW_TABLES_GET_A_METADATA_TABLE = True
 
 
 @dataclass(frozen=True)

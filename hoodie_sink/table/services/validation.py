@@ -175,6 +175,13 @@ def _orphans(storage: Storage, timeline: ActiveTimeline, view: FileSystemView) -
     return out
 
 
+def metadata_table_violations(target: str | Storage) -> list[Violation]:
+    """Check 6 alone (cheap: two listings, no data file read): what the tests ask after every
+    write they check, and an empty list for a table without a metadata table."""
+    storage = target if isinstance(target, Storage) else Storage(target)
+    return _metadata_table_mismatches(storage, ActiveTimeline.load(storage))
+
+
 def _metadata_table_mismatches(storage: Storage, timeline: ActiveTimeline) -> list[Violation]:
     """Check 6: the metadata table's listing against a storage listing."""
     if not has_files_partition(parse_properties(read_properties_text(storage)[0])):

@@ -121,6 +121,8 @@ def test_archival_past_a_rolled_back_deltacommit_brings_back_none_of_its_rows(tm
         "hoodie.keep.min.commits": "2",
         "hoodie.keep.max.commits": "3",
         "hoodie.cleaner.commits.retained": "1",
+        # archival stops at the metadata table's latest compaction (Java's rule): compact often
+        "hoodie.metadata.compact.max.delta.commits": "2",
     }
     for k in range(8):  # partition a only: nothing is written to b again
         t.write([0, 2], 10 + k, **archiving)

@@ -18,6 +18,7 @@ from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.write import coordinator, write_path
 from hoodie_sink.table.write.context import TaskIdentity
 from hoodie_sink.table.write.instant_guard import InstantGuard
+from tests.support.tables import assert_metadata_table_sound, without_rollback_records
 from tests.unit.write.test_upsert_model import SCHEMA, write_commit
 
 OPTS = {
@@ -36,8 +37,8 @@ def _rows(start, n):
 
 
 def _tree(path):
-    """The table's files, but for `.rollback` instants (an abort leaves one, as Java does)."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if ".rollback" not in p.name)
+    """The table's files, but for what the abort's rollback leaves (tables.without_rollback_records)."""
+    return sorted(without_rollback_records({str(p.relative_to(path)): None for p in path.rglob("*")}))
 
 
 @pytest.mark.parametrize("operation", ["upsert", "bulk_insert"])
@@ -58,6 +59,7 @@ def test_straggler_after_abort_leaves_table_as_before(tmp_path, monkeypatch, ope
     with pytest.raises(HoodieCommitError, match="no longer in flight"):
         write_path.write_task(ctx, TaskIdentity(0, 1, 100), batches())
     assert _tree(path) == before
+    assert_metadata_table_sound(path)
 
 
 def _check_only_after_write(self):

@@ -61,11 +61,13 @@ def table_with_commits(path: str, commits: int) -> list[dict]:
 def storage_calls(monkeypatch):
     counts: Counter = Counter()
 
-    def kind(method: str, rel: str) -> str | None:
+    def kind(storage: Storage, method: str, rel: str) -> str | None:
+        # the metadata table is a table of its own, at <table>/.hoodie/metadata
+        table = "metadata " if storage.base_uri.rstrip("/").endswith("/.hoodie/metadata") else ""
         if method in ("list_dir", "list_names") and rel.rstrip("/") == ".hoodie":
-            return "timeline listings"
+            return f"{table}timeline listings"
         if method == "read_bytes" and _COMMIT_FILE.match(rel):
-            return "commit file reads"
+            return f"{table}commit file reads"
         if method == "size":
             return "file size calls"
         return None
@@ -81,7 +83,7 @@ def storage_calls(monkeypatch):
 
             def counted(self, rel, *a, _real=real, _method=method, **k):
                 depth = getattr(local, "depth", 0)
-                if not depth and (what := kind(_method, rel)) is not None:
+                if not depth and (what := kind(self, _method, rel)) is not None:
                     with lock:
                         counts[what] += 1
                 local.depth = depth + 1
@@ -109,6 +111,8 @@ def test_a_write_reads_the_same_from_storage_for_5_and_50_commits(tmp_path, monk
     # begin: one timeline load, one listing for the new instant's same-time check; the commit:
     # one load for the clustering-conflict check (it must see what happened since begin)
     assert seen[50].get("timeline listings") == 3
+    # the metadata table's: at begin (its services), for the listing, and under its lock at commit
+    assert seen[50].get("metadata timeline listings") == 3
     assert seen[50].get("commit file reads") == 1  # the newest commit: schema and record size
     # only of the 2 files written: the table's file sizes come with its listing
     assert seen[50].get("file size calls", 0) <= 2
@@ -144,6 +148,7 @@ def test_a_micro_batch_reads_the_same_from_storage_for_5_and_50_commits(tmp_path
     # task: one load for the checkpoint check and the whole begin, plus the same-time check;
     # driver: one load for the checkpoints (replay check and carried-forward map), one for conflicts
     assert seen[50].get("timeline listings") == 4
+    assert seen[50].get("metadata timeline listings") == 3  # as for a batch write
     assert seen[50].get("commit file reads") == 2  # the newest commit, once per process
     assert seen[50].get("file size calls", 0) <= 2
 

@@ -19,7 +19,7 @@ import hoodie_sink
 from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.read.file_slice import MergeRule, merge_with_base
 from hoodie_sink.table.read.file_slice import _fold as fold_logs
-from tests.support.tables import assert_table_matches
+from tests.support.tables import assert_table_matches, without_rollback_records
 from tests.unit.test_options import snapshot
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
@@ -47,11 +47,6 @@ def write(path: Path, batch: list[dict], table_type: str, operation: str = "upse
     )
 
 
-def without_rollbacks(snap: dict) -> dict:
-    """A refused write's instant is rolled back: the rollback instant records the undo."""
-    return {k: v for k, v in snap.items() if ".rollback" not in k}
-
-
 STORED = rows((1, "a", 5, "five"), (2, "a", 5, "five"), (3, "b", 5, "five"))
 
 
@@ -72,7 +67,7 @@ def test_upsert_with_a_null_ordering_value_is_refused_and_changes_nothing(tmp_pa
     before = snapshot(path)
     with pytest.raises(HoodieSchemaError, match=r"Column 'ts' \(option 'hoodie.datasource.write.precombine"):
         write(path, batch, table_type)
-    assert without_rollbacks(snapshot(path)) == without_rollbacks(before)
+    assert without_rollback_records(snapshot(path)) == without_rollback_records(before)
     assert_table_matches(path, STORED)  # ours and hudi-rs
 
 

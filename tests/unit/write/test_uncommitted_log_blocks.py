@@ -163,12 +163,34 @@ def test_commit_time_ordering_rewrite_without_the_dead_writes_log(tmp_path):
     """OverwriteWithLatestAvroPayload with a precombine field (a Java table): a slice with logs is
     rewritten by the next write (log_writer.rewritten_slices); the dead write's log is its only one."""
     path, model = str(tmp_path / "t"), Model()
-    options = {**BASE, "hoodie.datasource.write.precombine.field": "ts"}
+    # listed from storage, where the dead write's log is seen; a metadata table does not list it
+    # (the next test)
+    options = {**BASE, "hoodie.datasource.write.precombine.field": "ts", "hoodie.metadata.enable": "false"}
     write(path, options, rows([0, 1, 2, 3]), model)
     set_payload_class(path, "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload")
     dead = dead_write(path, options, rows([2, 3], v=DEAD_VALUE))
     write(path, options, rows([1], v=7.0), model)
     then_rollback_and_compaction(path, options, model, dead)
+
+
+def test_with_a_metadata_table_the_dead_writes_log_is_not_listed_and_a_log_is_written_beside_it(tmp_path):
+    """The metadata table lists committed files only: the next write does not see the dead write's
+    log, appends a log of the same version with its own write token beside it (as Java's writers do),
+    and the rollback deletes the dead one only."""
+    path, model = str(tmp_path / "t"), Model()
+    options = {**BASE, "hoodie.datasource.write.precombine.field": "ts", "hoodie.metadata.enable": "true"}
+    write(path, options, rows([0, 1, 2, 3]), model)
+    set_payload_class(path, "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload")
+    dead = dead_write(path, options, rows([2, 3], v=DEAD_VALUE))
+    storage = Storage(path)
+    (dead_log,) = [p for p in storage.walk_files("p0") if ".log." in p]
+    write(path, options, rows([1], v=7.0), model)
+    logs = sorted(p for p in storage.walk_files("p0") if ".log." in p)
+    assert len(logs) == 2 and {p.rsplit("_", 1)[0] for p in logs} == {dead_log.rsplit("_", 1)[0]}
+    check(path, model, dead)
+    roll_back_dead_write(path, options)
+    assert sorted(p for p in storage.walk_files("p0") if ".log." in p) == [p for p in logs if p != dead_log]
+    check(path, model, dead)
 
 
 def test_event_time_move_is_not_compared_with_the_dead_writes_value(tmp_path):

@@ -1,7 +1,7 @@
 """Apache Hudi (Java) and the metadata table we keep: Java 0.15 and 1.1 (at table version 6) read
 our tables through it, their next write continues it (no re-initialisation), we continue theirs,
-several rounds in turn; a write of ours killed between the metadata deltacommit and the data
-commit leaves a table both read right."""
+several rounds in turn.  A write of ours killed between the metadata deltacommit and the data
+commit: tests/interop/test_metadata_kill_interop.py."""
 
 from __future__ import annotations
 

@@ -31,7 +31,9 @@ def _run_to_the_end(df, path: str, ckpt: str, options: dict[str, str], mode: str
     q.stop()
 
 
-def cdc_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: str) -> None:
+def cdc_into_hoodie(
+    spark, src: str, path: str, ckpt: str, table_type: str, extra: dict | None = None
+) -> None:
     df = (spark.readStream.schema("id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN")
           .option("maxFilesPerTrigger", 1).parquet(src))  # fmt: skip
     options = {
@@ -42,8 +44,18 @@ def cdc_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: str) -> N
         "hoodie.compact.inline.max.delta.commits": "2",
         # no small-file packing (as Hudi's MOR fixtures): updates of a micro-batch always go to logs
         "hoodie.parquet.small.file.limit": "0",
+        **(extra or {}),
     }
     _run_to_the_end(df, path, ckpt, options)
+
+
+# Hudi's metadata table kept, and compacted every 3 of its deltacommits (a kill test's few batches see one)
+METADATA_OPTIONS = {"hoodie.metadata.enable": "true", "hoodie.metadata.compact.max.delta.commits": "3"}
+
+
+def cdc_into_hoodie_with_metadata(spark, src: str, path: str, ckpt: str, table_type: str) -> None:
+    """cdc_into_hoodie with Hudi's metadata table kept (the metadata kill tests)."""
+    cdc_into_hoodie(spark, src, path, ckpt, table_type, METADATA_OPTIONS)
 
 
 def cdc_routed_into_hoodie(spark, src: str, path: str, ckpt: str, table_type: str) -> None:
@@ -101,7 +113,16 @@ def totals_into_b(spark, upstream: str, path: str, ckpt: str) -> None:
     _run_to_the_end(totals, path, ckpt, options, mode="complete")
 
 
-DRIVERS = {f.__name__: f for f in (cdc_into_hoodie, cdc_routed_into_hoodie, events_into_a, totals_into_b)}
+DRIVERS = {
+    f.__name__: f
+    for f in (
+        cdc_into_hoodie,
+        cdc_into_hoodie_with_metadata,
+        cdc_routed_into_hoodie,
+        events_into_a,
+        totals_into_b,
+    )
+}
 
 
 def main(argv: list[str]) -> None:

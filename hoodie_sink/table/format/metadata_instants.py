@@ -14,13 +14,17 @@ and it is not newer than the latest completed instant of the metadata table.  So
 deltacommit whose data instant has not completed is invisible, and one whose data instant has been
 archived from the active timeline is too: hence data archival waits for the metadata table's
 compaction.
+
+Java's log scanner adds a gate of the metadata table's own timeline (`committed_in_metadata`): a
+block counts only if its metadata deltacommit completed (or is older than the metadata table's
+active timeline).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT, ROLLBACK, Instant
+from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 
 RESTORE = "restore"
@@ -57,6 +61,29 @@ def valid_instants(
         if i.is_completed and i.action == DELTA_COMMIT and i.timestamp.startswith(NO_INSTANT)
     )
     return valid
+
+
+def committed_in_metadata(metadata: Timeline) -> Callable[[str], bool]:
+    """Whether a block of instant `t` is committed in the metadata table itself: Java's log scanner
+    (AbstractHoodieLogRecordReader.scanInternalV1 at release-0.15.0, table version 6) skips a data
+    block unless its instant is a completed commit, deltacommit or replacecommit of the metadata
+    timeline, or older than its first one (archived), and not pending there.
+    valid_instants alone is not enough: it counts an instant that a completed data rollback rolled
+    back, and Java's rollback of a metadata deltacommit that never completed (a writer killed after
+    the metadata log file and before its deltacommit completed) removes the deltacommit but leaves
+    the log file, finding no markers: without this gate our listing took that block's files
+    (deleted by the data rollback) as live, where Java's did not (issue 28's kill -9 interop test)."""
+    completed = metadata.completed_times()
+    first = min(completed, default=None)
+    pending = {i.timestamp for i in metadata.instants if i.action in WRITE_ACTIONS and not i.is_completed}
+    pending -= completed
+
+    def committed(instant: str) -> bool:
+        if instant in pending:
+            return False
+        return instant in completed or (first is not None and instant < first)
+
+    return committed
 
 
 def latest_completed_time(metadata: Timeline) -> str | None:

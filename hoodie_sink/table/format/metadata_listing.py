@@ -17,7 +17,11 @@ from hoodie_sink.table.format.file_group import BaseFile, Listing, LogFile
 from hoodie_sink.table.format.hfile import CorruptHFile
 from hoodie_sink.table.format.log_format import COMMAND_BLOCK, CorruptLogBlock
 from hoodie_sink.table.format.metadata_blocks import MetadataLogBlock, read_metadata_hfile, read_metadata_log
-from hoodie_sink.table.format.metadata_instants import latest_completed_time, valid_instants
+from hoodie_sink.table.format.metadata_instants import (
+    committed_in_metadata,
+    latest_completed_time,
+    valid_instants,
+)
 from hoodie_sink.table.format.metadata_keys import (
     ALL_PARTITIONS_KEY,
     FILES,
@@ -51,6 +55,8 @@ def read_files_partition(storage: Storage, data_timeline: Timeline) -> Records:
             "with hoodie.metadata.enable=true to rebuild it, or with false to remove it."
         )
     valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
+    committed = committed_in_metadata(md_timeline)  # and committed in the metadata table itself
+    valid = {t for t in valid if committed(t)}
     names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(FILES) if i.is_file]
     completed = {
         i.timestamp for i in md_timeline.instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT)

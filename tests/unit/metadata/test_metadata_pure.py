@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat
 from hoodie_sink.table.format.metadata_instants import (
+    committed_in_metadata,
     is_suffixed_deltacommit,
     latest_compaction_time,
     latest_completed_time,
@@ -93,6 +94,25 @@ def test_valid_instants_follow_javas_rule():
     assert "20240101000000005" not in valid
     assert latest_completed_time(meta) == "20240101000000006"
     assert latest_compaction_time(meta) == "20240101000000001001"
+
+
+def test_a_block_counts_only_if_its_metadata_deltacommit_completed():
+    """Java's log scanner's gate of the metadata timeline: a deltacommit Java rolled back after it
+    never completed (its log file left in place) or one still inflight does not count, even if
+    valid_instants takes its data instant (rolled back by a completed data rollback)."""
+    meta = _timeline(
+        ("20240101000000002", DELTA_COMMIT, "completed"),
+        ("20240101000000002001", COMMIT, "completed"),
+        ("20240101000000004", DELTA_COMMIT, INFLIGHT),
+        ("20240101000000005", ROLLBACK, "completed"),  # rolled back 003, which never completed
+        ("20240101000000005", DELTA_COMMIT, "completed"),
+    )
+    committed = committed_in_metadata(meta)
+    assert committed("20240101000000002") and committed("20240101000000005")
+    assert committed("20240101000000001")  # older than the active timeline: archived
+    assert not committed("20240101000000003")  # its deltacommit is gone (rolled back)
+    assert not committed("20240101000000004")  # inflight
+    assert not committed("20240101000000006")
 
 
 def test_latest_slice_is_the_newest_completed_base_file_and_its_logs():

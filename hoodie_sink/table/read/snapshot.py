@@ -36,7 +36,7 @@ from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read
 from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow
 from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
-from hoodie_sink.table.format.timeline.timeline import META_DIR, Timeline
+from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline
 from hoodie_sink.table.options.read_config import parse_as_of_instant
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
@@ -70,7 +70,8 @@ class Snapshot:
         as_of = parse_as_of_instant(as_of) if as_of else None
         storage = as_storage(path)
         table = read_table_config(storage)
-        timeline = timeline if timeline is not None else Timeline.load(storage)
+        # an ActiveTimeline: the listing through the metadata table reuses it (fs_view.list_table_files)
+        timeline = timeline if timeline is not None else ActiveTimeline.load(storage)
         whole = timeline
         if as_of:
             check_time_travel(storage, timeline, as_of)

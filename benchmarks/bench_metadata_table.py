@@ -80,12 +80,12 @@ def counted_listings():
 def plan(path: str, options: dict) -> int:
     """A snapshot read's planning: timeline, listing, latest slices; the number of slices."""
     from hoodie_sink.table.format.fs_view import FileSystemView
-    from hoodie_sink.table.format.timeline.timeline import Timeline
+    from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
     from hoodie_sink.table.storage import Storage
     from hoodie_sink.table.storage_options import StorageOptions
 
     storage = Storage(path, StorageOptions.from_options({k.lower(): v for k, v in options.items()}))
-    view = FileSystemView.load(storage, Timeline.load(storage))
+    view = FileSystemView.load(storage, ActiveTimeline.load(storage))  # as Snapshot.open
     return sum(1 for _ in view.latest_base_files())
 
 

@@ -6,6 +6,9 @@
 reference, measured in the same run.  Every table service runs at its defaults: the data table's
 inline compaction (MOR, every 5 deltacommits), cleaning (10 commits retained) and archival (20-30
 commits kept); the metadata table's compaction (every 10 deltacommits), cleaning and archival.
+The MOR tables use the bucket index (2 buckets per partition), so changes land in log files and
+the data compaction runs (`--index bloom`: with this table's small file groups every upsert
+rewrites them as base files, as Java does below hoodie.parquet.small.file.limit); COW: bloom.
 
 Input: a folder of one parquet file per micro-batch (`spark.readStream.parquet`,
 maxFilesPerTrigger 1), generated up front from a seeded generator, so the stream and the model
@@ -44,13 +47,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))  # hoodie_sink from this checkout
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_DIR)  # hoodie_sink and benchmarks/ of this checkout, when run as a script
 
-from common import SparkSettings, build_spark, format_table, scratch_dir, source_version  # noqa: E402
+from benchmarks.common import SparkSettings, build_spark, format_table, scratch_dir, source_version  # noqa: E402
 
-REPO_DIR = os.path.dirname(HERE)
 DDL = "id LONG, part STRING, ts LONG, fare DOUBLE, note STRING, _hoodie_is_deleted BOOLEAN"
 BOUNDED_RATIO = 1.3  # max over the second half / max over the first half; linear growth gives ~2
 # The metadata table grows until its first compaction (10 deltacommits) and cleaning, its
@@ -58,11 +59,18 @@ BOUNDED_RATIO = 1.3  # max over the second half / max over the first half; linea
 # shorter run (--quick) is a smoke run, its first half is the warm-up.
 MIN_BATCHES_JUDGED = 100
 DELETE_SHARE = 0.05  # of the changes to live keys
+# The merge-on-read default is the bucket index: every change of a file group goes to a log file,
+# so the data table's compaction runs.  With the bloom index Hudi rewrites a file group below
+# hoodie.parquet.small.file.limit (100 MB) as a new base file instead of logging to it (as Java's
+# MOR upsert partitioner does), and this table's file groups (~0.5 MB) would never get a log.
+BUCKETS = 2
 
 
-def table_options(table_type: str, metadata: bool) -> dict[str, str]:
+def table_options(table_type: str, index: str, metadata: bool) -> dict[str, str]:
     return {
         "hoodie.table.name": "soak",
+        "hoodie.index.type": index,
+        "hoodie.bucket.index.num.buckets": str(BUCKETS),
         "hoodie.datasource.write.table.type": table_type,
         "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "part",
@@ -245,7 +253,9 @@ def checkpoint_rows(on: Run, off: Run, every: int) -> list[dict[str, str]]:
 
 
 def bounded(checkpoints: list[Checkpoint], what: str) -> tuple[float, float, float]:
-    half = len(checkpoints) // 2
+    half = max(1, len(checkpoints) // 2)
+    if len(checkpoints) == 1:  # a smoke run: nothing to compare
+        return getattr(checkpoints[0], what), getattr(checkpoints[0], what), 1.0
     first = max(getattr(c, what) for c in checkpoints[:half])
     second = max(getattr(c, what) for c in checkpoints[half:])
     return first, second, second / first if first else float("inf")
@@ -279,80 +289,81 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keys", type=int, default=20_000, help="the key space")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--cow", action="store_true", help="copy-on-write tables (default merge-on-read)")
+    ap.add_argument("--index", choices=("bucket", "bloom"), default=None,
+                    help=f"hoodie.index.type (default: bucket, {BUCKETS} buckets, for MOR; bloom for COW)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=28)
     ap.add_argument("--scratch", default=None, help="parent of the scratch dir (default: under /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir afterwards")
     args = ap.parse_args(argv)
     if args.quick:
         args.batches, args.every = 20, 5
+    args.index = args.index or ("bloom" if args.cow else "bucket")
     if args.batches % args.every:
         ap.error("--batches must be a multiple of --every")
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def soak(spark, args: argparse.Namespace, root: Path) -> bool:
+    """The two streams, the report and the checks; True when bounded (if judged) and correct."""
     table_type = "COPY_ON_WRITE" if args.cow else "MERGE_ON_READ"
     started = time.perf_counter()
+    print(f"bench_metadata_stream_soak: {args.batches} micro-batches x {args.rows:,} changes over "
+          f"{args.keys:,} keys in {args.partitions} partitions, {table_type}, {args.index} index, checkpoint every "
+          f"{args.every}; scratch {root}")  # fmt: skip
+    print(f"hoodie_sink: {source_version(REPO_DIR)}", flush=True)
+    model = make_changes(root / "staging", args.batches, args.rows, args.keys, args.partitions, args.seed)
+    print(f"change stream generated: {len(model):,} live keys at the end", flush=True)
+    runs = {
+        name: Run(name, root / name, root / f"{name}-ckpt", root / f"{name}-src",
+                  table_options(table_type, args.index, metadata))
+        for name, metadata in (("with", True), ("without", False))
+    }  # fmt: skip
+    for first in range(0, args.batches, args.every):
+        last = first + args.every
+        for run in runs.values():  # alternating: a slow phase of the machine hits both tables
+            feed(root / "staging", run.src, first, last)
+            drain(spark, run, args.every)
+            run.checkpoints.append(checkpoint(run.path, last))
+        c, w = runs["with"].checkpoints[-1], runs["without"]
+        print(f"  {last:>4} batches: mdt {c.mdt_files} files {c.mdt_bytes / 1000:,.0f} KB, "
+              f"mdt timeline {c.mdt_timeline}, data timeline {c.data_timeline}; addBatch p50 "
+              f"{percentile(runs['with'].add_batch_ms[first:], 0.5):,.0f} ms with, "
+              f"{percentile(w.add_batch_ms[first:], 0.5):,.0f} ms without "
+              f"({time.perf_counter() - started:,.0f} s)", flush=True)  # fmt: skip
+    on, off = runs["with"], runs["without"]
+    print("\n" + format_table(checkpoint_rows(on, off, args.every)))
+    print("\n" + format_table(latency_rows(on, off)))
+    print(f"\nwall: {on.wall_s:,.0f} s with, {off.wall_s:,.0f} s without")
+    verdicts = []
+    judged = args.batches >= MIN_BATCHES_JUDGED
+    for what, unit in (("mdt_files", "files"), ("mdt_bytes", "bytes"), ("mdt_timeline", "timeline files")):
+        a, b, ratio = bounded(on.checkpoints, what)
+        verdict = "bounded" if ratio <= BOUNDED_RATIO else "GROWING"
+        if judged:
+            verdicts.append(ratio <= BOUNDED_RATIO)
+        else:
+            verdict = f"not judged (under {MIN_BATCHES_JUDGED} batches the services have not all run)"
+        print(f"metadata table {unit}: max {a:,.0f} over the first half, {b:,.0f} over the second "
+              f"({ratio:.2f}x): {verdict}")  # fmt: skip
+    problems = {run.name: check(run, model) for run in runs.values()}
+    for name, found in problems.items():
+        state = "equals the model, validate_table reports nothing" if not found else "; ".join(found)
+        print(f"table {name} the metadata table: {state}")
+    ok = all(verdicts) and not any(problems.values())
+    print(f"\nverdict: {'bounded and correct' if ok else 'FAILED'} "
+          f"(total {time.perf_counter() - started:,.0f} s)")  # fmt: skip
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     spark = build_spark(SparkSettings(master="local[2]", driver_memory="2g"), "bench_metadata_stream_soak")
     import hoodie_sink
 
     hoodie_sink.register(spark)
-    ok = False
     try:
         with scratch_dir(args.scratch, "bench-mdt-soak-", keep=args.keep) as scratch:
-            root = Path(scratch)
-            print(f"bench_metadata_stream_soak: {args.batches} micro-batches x {args.rows:,} changes over "
-                  f"{args.keys:,} keys in {args.partitions} partitions, {table_type}, checkpoint every "
-                  f"{args.every}; scratch {scratch}")  # fmt: skip
-            print(f"hoodie_sink: {source_version(REPO_DIR)}", flush=True)
-            model = make_changes(
-                root / "staging", args.batches, args.rows, args.keys, args.partitions, args.seed
-            )
-            print(f"change stream generated: {len(model):,} live keys at the end", flush=True)
-            runs = {
-                name: Run(name, root / name, root / f"{name}-ckpt", root / f"{name}-src",
-                          table_options(table_type, metadata))
-                for name, metadata in (("with", True), ("without", False))
-            }  # fmt: skip
-            for first in range(0, args.batches, args.every):
-                last = first + args.every
-                for run in runs.values():
-                    feed(root / "staging", run.src, first, last)
-                    drain(spark, run, args.every)
-                    run.checkpoints.append(checkpoint(run.path, last))
-                c, w = runs["with"].checkpoints[-1], runs["without"]
-                print(f"  {last:>4} batches: mdt {c.mdt_files} files {c.mdt_bytes / 1000:,.0f} KB, "
-                      f"mdt timeline {c.mdt_timeline}, data timeline {c.data_timeline}; addBatch p50 "
-                      f"{percentile(runs['with'].add_batch_ms[first:], 0.5):,.0f} ms with, "
-                      f"{percentile(w.add_batch_ms[first:], 0.5):,.0f} ms without "
-                      f"({time.perf_counter() - started:,.0f} s)", flush=True)  # fmt: skip
-            on, off = runs["with"], runs["without"]
-            print("\n" + format_table(checkpoint_rows(on, off, args.every)))
-            print("\n" + format_table(latency_rows(on, off)))
-            print(f"\nwall: {on.wall_s:,.0f} s with, {off.wall_s:,.0f} s without")
-            verdicts = []
-            judged = args.batches >= MIN_BATCHES_JUDGED
-            for what, unit in (
-                ("mdt_files", "files"),
-                ("mdt_bytes", "bytes"),
-                ("mdt_timeline", "timeline files"),
-            ):
-                a, b, ratio = bounded(on.checkpoints, what)
-                verdict = "bounded" if ratio <= BOUNDED_RATIO else "GROWING"
-                if judged:
-                    verdicts.append(ratio <= BOUNDED_RATIO)
-                else:
-                    verdict = f"not judged (under {MIN_BATCHES_JUDGED} batches the services have not all run)"
-                print(f"metadata table {unit}: max {a:,.0f} over the first half, {b:,.0f} over the second "
-                      f"({ratio:.2f}x): {verdict}")  # fmt: skip
-            problems = {run.name: check(run, model) for run in runs.values()}
-            for name, found in problems.items():
-                state = "equals the model, validate_table reports nothing" if not found else "; ".join(found)
-                print(f"table {name} the metadata table: {state}")
-            ok = all(verdicts) and not any(problems.values())
-            print(f"\nverdict: {'bounded and correct' if ok else 'FAILED'} "
-                  f"(total {time.perf_counter() - started:,.0f} s)")  # fmt: skip
+            ok = soak(spark, args, Path(scratch))
     finally:
         spark.stop()
     return 0 if ok else 1

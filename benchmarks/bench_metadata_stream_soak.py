@@ -50,7 +50,14 @@ from pathlib import Path
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_DIR)  # hoodie_sink and benchmarks/ of this checkout, when run as a script
 
-from benchmarks.common import SparkSettings, build_spark, format_table, scratch_dir, source_version  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    SparkSettings,
+    build_spark,
+    format_table,
+    percentile,
+    scratch_dir,
+    source_version,
+)
 
 DDL = "id LONG, part STRING, ts LONG, fare DOUBLE, note STRING, _hoodie_is_deleted BOOLEAN"
 BOUNDED_RATIO = 1.3  # max over the second half / max over the first half; linear growth gives ~2
@@ -197,17 +204,6 @@ def drain(spark, run: Run, expect: int) -> None:
         raise RuntimeError(f"{run.name}: {len(progress)} micro-batches with rows, expected {expect}")
     run.add_batch_ms += [int(p["durationMs"].get("addBatch", 0)) for p in progress]
     run.trigger_ms += [int(p["durationMs"].get("triggerExecution", 0)) for p in progress]
-
-
-def percentile(values: list[int], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    v = sorted(values)
-    if not v:
-        return float("nan")
-    pos = (len(v) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 # -- checking ------------------------------------------------------------------------------------

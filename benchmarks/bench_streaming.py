@@ -71,6 +71,7 @@ from common import (
     format_table,
     human_rows,
     jvm_info,
+    percentile,
     scratch_dir,
     settle,
     source_version,
@@ -335,17 +336,6 @@ class StderrTee:
 
 
 # -- measuring ---------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    v = sorted(values)
-    if not v:
-        return float("nan")
-    pos = (len(v) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 @dataclass

@@ -19,16 +19,43 @@ from __future__ import annotations
 import os
 import posixpath
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.storage_options import StorageOptions, s3_filesystem, s3_store, split_s3_uri
+
+T = TypeVar("T")
+
+# An S3 server answers a share of requests with a transient failure: a 500 or 503, a throttle, a
+# connection that drops while the body streams ("Failed to flush response stream").  The AWS SDK
+# retries the request, but not a body that breaks after the headers came.  Reads are idempotent,
+# so they are tried again here, a bounded number of times with a growing pause
+# (docs/design/occ-and-s3.md, section E).  Refusals (credentials, bucket) are not retried.
+TRANSIENT_S3_ERRORS = (
+    "INTERNAL_FAILURE",
+    "SERVICE_UNAVAILABLE",
+    "SLOW_DOWN",
+    "THROTTLING",
+    "REQUEST_TIMEOUT",
+    "NETWORK_CONNECTION",
+    "Failed to flush response stream",
+    "Connection reset",
+    "Broken pipe",
+)
+READ_ATTEMPTS = 4
+READ_RETRY_PAUSE_S = 0.05
+
+
+def is_transient_s3_error(error: OSError) -> bool:
+    text = str(error)
+    return any(marker in text for marker in TRANSIENT_S3_ERRORS)
 
 
 def as_storage(target: str | Storage) -> Storage:
@@ -156,10 +183,24 @@ class Storage:
             "or the AWS_* environment of every Spark process) and that the bucket exists."
         )
 
+    def retrying(self, read: Callable[[], T]) -> T:
+        """`read` (idempotent), tried again after a transient S3 error, at most READ_ATTEMPTS times."""
+        attempt = 1
+        while True:
+            try:
+                return read()
+            except FileNotFoundError:
+                raise
+            except OSError as e:
+                if self.backend.bucket is None or attempt >= READ_ATTEMPTS or not is_transient_s3_error(e):
+                    raise
+                time.sleep(READ_RETRY_PAUSE_S * 4 ** (attempt - 1))
+                attempt += 1
+
     # -- queries -----------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
         try:
-            return self.fs.get_file_info(self.full(rel)).type != pafs.FileType.NotFound
+            return self.retrying(lambda: self.fs.get_file_info(self.full(rel))).type != pafs.FileType.NotFound
         except OSError as e:
             if self.backend.bucket is not None:
                 raise self.unreachable(e) from e
@@ -178,7 +219,7 @@ class Storage:
         """Direct children of a directory; [] if it does not exist."""
         sel = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=False)
         try:
-            return self.fs.get_file_info(sel)
+            return self.retrying(lambda: self.fs.get_file_info(sel))
         except OSError as e:
             if self.backend.bucket is not None:
                 raise self.unreachable(e) from e
@@ -211,9 +252,12 @@ class Storage:
 
     # -- reads -------------------------------------------------------------------------
     def read_bytes(self, rel: str) -> bytes:
-        try:
+        def read() -> bytes:
             with self.fs.open_input_stream(self.full(rel)) as f:
                 return f.read()
+
+        try:
+            return self.retrying(read)
         except FileNotFoundError:
             raise
         except OSError as e:

@@ -89,6 +89,50 @@ def test_wrong_credentials_fail_with_an_error_that_names_the_path(tmp_path, s3, 
     assert not (tmp_path / "t" / ".hoodie").exists()
 
 
+class FlakyFileSystem:
+    """An S3 file system whose first `failures` reads break as s3proxy's once did."""
+
+    def __init__(self, fs, failures: int, error: str):
+        self.fs, self.failures, self.error, self.reads = fs, failures, error, 0
+
+    def open_input_stream(self, path):
+        self.reads += 1
+        if self.reads <= self.failures:
+            raise OSError(self.error)
+        return self.fs.open_input_stream(path)
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+
+BROKEN_BODY = (
+    "AWS Error INTERNAL_FAILURE during GetObject operation: Failed to flush response stream (eof: 0, bad: 1)"
+)
+
+
+@pytest.mark.parametrize(
+    ("failures", "error", "reads", "outcome"),
+    [
+        (2, BROKEN_BODY, 3, None),  # transient: read again, and the content comes back
+        (9, BROKEN_BODY, 4, "Cannot reach the table"),  # bounded: 4 attempts, then the error
+        (9, "AWS Error ACCESS_DENIED during GetObject operation", 1, "ACCESS_DENIED"),  # a refusal: once
+    ],
+)
+def test_a_read_is_tried_again_after_a_transient_s3_error_and_only_then(
+    tmp_path, s3, s3_uri, failures, error, reads, outcome
+):
+    storage = Storage(s3_uri(tmp_path / "t"), StorageOptions.from_options(s3.options()))
+    storage.write_atomic("f", b"content")
+    flaky = FlakyFileSystem(storage.fs, failures, error)
+    storage._fs = flaky
+    if outcome is None:
+        assert storage.read_bytes("f") == b"content"
+    else:
+        with pytest.raises(HoodieTableError, match=outcome):
+            storage.read_bytes("f")
+    assert flaky.reads == reads
+
+
 def test_create_if_absent_on_s3_has_exactly_one_winner_under_a_race(tmp_path, s3, s3_uri):
     storage = Storage(s3_uri(tmp_path / "t"), StorageOptions.from_options(s3.options()))
     for race in range(10):

@@ -27,6 +27,7 @@ import os
 CTL = os.environ.get("HOODIE_TEST_FAULT_CTL")
 if CTL:
     from hoodie_sink.table.storage import Storage
+    from hoodie_sink.table.format.metadata_table import is_metadata_storage
     from hoodie_sink.table.format.timeline.instant import Instant
 
     _write, _create, _read, _failed = Storage.write_atomic, Storage.create_if_absent, Storage.read_bytes, set()
@@ -40,7 +41,7 @@ if CTL:
 
     def _completed(storage, rel):  # of the data table (its metadata table is a table of its own)
         inst = Instant.parse(rel.rsplit("/", 1)[-1])
-        data_table = not storage.base_uri.rstrip("/").endswith("/.hoodie/metadata")
+        data_table = not is_metadata_storage(storage)
         return data_table and rel.startswith(".hoodie/") and inst is not None and inst.is_completed
 
     def _publisher(real):  # local disk publishes by rename, S3 by a conditional PUT

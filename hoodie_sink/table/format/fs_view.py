@@ -25,8 +25,7 @@ from hoodie_sink.table.format.file_group import (
     SliceFiles,
 )
 from hoodie_sink.table.format.metadata_listing import metadata_listing
-from hoodie_sink.table.format.metadata_table import has_files_partition
-from hoodie_sink.table.format.properties import parse_properties, read_properties_text
+from hoodie_sink.table.format.metadata_table import lists_through_metadata_table
 from hoodie_sink.table.format.timeline.instant import (
     COMPACTION,
     DELTA_COMMIT,
@@ -48,7 +47,7 @@ def list_table_files(
     count, listing files those cleans deleted.  So the timeline is loaded here, unless `timeline`
     is an ActiveTimeline: that is always the whole timeline as loaded (cuts are plain Timelines),
     and a writer that just loaded it need not list `.hoodie/` again."""
-    if has_files_partition(parse_properties(read_properties_text(storage)[0])):
+    if lists_through_metadata_table(storage):
         whole = timeline if isinstance(timeline, ActiveTimeline) else Timeline.load(storage)
         return metadata_listing(storage, whole, partitions)
     return list_storage_files(storage, partitions)

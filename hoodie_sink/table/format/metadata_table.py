@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 
-from hoodie_sink.table.format.properties import line_key
+from hoodie_sink.table.format.properties import line_key, parse_properties, read_properties_text
 from hoodie_sink.table.format.timeline.timeline import META_DIR
 from hoodie_sink.table.storage import Storage
 
@@ -26,6 +26,17 @@ def metadata_storage(storage: Storage) -> Storage:
     """The metadata table's own storage, rooted at `<base>/.hoodie/metadata`: it is a Hudi table of
     its own, so the data table's Storage, Timeline and TimelineStore serve it there."""
     return Storage(posixpath.join(storage.base_uri.rstrip("/"), METADATA_TABLE_DIR), storage.options)
+
+
+def is_metadata_storage(storage: Storage) -> bool:
+    """Whether `storage` is rooted at a metadata table (what `metadata_storage` returns)."""
+    return storage.base_uri.rstrip("/").endswith(f"/{METADATA_TABLE_DIR}")
+
+
+def lists_through_metadata_table(storage: Storage) -> bool:
+    """Whether the data table's hoodie.properties (read now) lists the `files` partition, so that
+    readers list its files through the metadata table."""
+    return has_files_partition(parse_properties(read_properties_text(storage)[0]))
 
 
 def listed_partitions(props: dict[str, str]) -> list[str]:

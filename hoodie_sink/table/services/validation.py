@@ -30,11 +30,9 @@ import pyarrow.compute as pc
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
 from hoodie_sink.table.format.fs_view import FileSystemView, list_storage_files
 from hoodie_sink.table.format.metadata_listing import metadata_listing
-from hoodie_sink.table.format.metadata_table import has_files_partition
+from hoodie_sink.table.format.metadata_table import lists_through_metadata_table
 from hoodie_sink.table.format.properties import (
     MERGE_ON_READ,
-    parse_properties,
-    read_properties_text,
     read_table_config,
 )
 from hoodie_sink.table.format.timeline.instant import CLEAN, COMPLETED, WRITE_ACTIONS
@@ -184,7 +182,7 @@ def metadata_table_violations(target: str | Storage) -> list[Violation]:
 
 def _metadata_table_mismatches(storage: Storage, timeline: ActiveTimeline) -> list[Violation]:
     """Check 6: the metadata table's listing against a storage listing."""
-    if not has_files_partition(parse_properties(read_properties_text(storage)[0])):
+    if not lists_through_metadata_table(storage):
         return []
     listed = metadata_listing(storage, timeline)
     stored = list_storage_files(storage)

@@ -13,7 +13,7 @@ import pytest
 import hoodie_sink
 from hoodie_sink.table.format.fs_view import list_storage_files, list_table_files
 from hoodie_sink.table.format.metadata_listing import metadata_listing
-from hoodie_sink.table.format.metadata_table import metadata_storage
+from hoodie_sink.table.format.metadata_table import is_metadata_storage, metadata_storage
 from hoodie_sink.table.format.properties import parse_properties
 from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline
@@ -161,7 +161,7 @@ def _kill_after_metadata(monkeypatch, stage: str):
         real_complete = TimelineStore.complete
 
         def die_on_metadata(self, inflight, content):
-            if "/.hoodie/metadata" in self.storage.base_uri and inflight.action == DELTA_COMMIT:
+            if is_metadata_storage(self.storage) and inflight.action == DELTA_COMMIT:
                 raise Killed(f"killed before completing metadata deltacommit {inflight.timestamp}")
             return real_complete(self, inflight, content)
 
@@ -275,7 +275,7 @@ def test_a_metadata_compaction_killed_before_its_commit_is_redone(tmp_path, monk
     real = TimelineStore.complete
 
     def die_on_compaction(self, inflight, content):
-        if "/.hoodie/metadata" in self.storage.base_uri and inflight.action == COMMIT:
+        if is_metadata_storage(self.storage) and inflight.action == COMMIT:
             raise RuntimeError("killed before the metadata compaction's commit")
         return real(self, inflight, content)
 

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
+from hoodie_sink.table.format.metadata_table import is_metadata_storage
 from hoodie_sink.table.format.timeline.instant import CLEAN, COMMIT, COMPLETED, INFLIGHT, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.services.archival import (
@@ -107,7 +108,7 @@ def test_a_run_that_died_after_its_archive_file_does_not_archive_twice(tmp_path,
     delete_archived = archival._delete_archived
 
     def die(storage, states):
-        if storage.base_uri.endswith("/.hoodie/metadata"):  # the metadata table's own archival
+        if is_metadata_storage(storage):  # the metadata table's own archival
             return delete_archived(storage, states)
         raise OSError("killed after the archive file was written")
 

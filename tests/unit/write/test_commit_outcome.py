@@ -14,6 +14,7 @@ import pytest
 
 import hoodie_sink
 from hoodie_sink.errors import HoodieCommitError, HoodieCommitStateUnknown
+from hoodie_sink.table.format.metadata_table import is_metadata_storage
 from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.options.write_config import WriteConfig
@@ -39,7 +40,7 @@ def is_completed_commit(storage: Storage, rel: str, table: str = DATA_TABLE) -> 
     """A completed write instant on `table`'s timeline (not the `.rollback` an abort publishes);
     the metadata table is a table of its own, with its own Storage at `<table>/.hoodie/metadata`."""
     inst = Instant.parse(rel.rsplit("/", 1)[-1])
-    is_metadata = storage.base_uri.rstrip("/").endswith("/.hoodie/metadata")
+    is_metadata = is_metadata_storage(storage)
     return (
         is_metadata == (table == METADATA_TABLE)
         and rel.startswith(".hoodie/")

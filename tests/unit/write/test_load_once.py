@@ -16,6 +16,7 @@ import pyarrow as pa
 
 import hoodie_sink
 from hoodie_sink.table import client
+from hoodie_sink.table.format.metadata_table import is_metadata_storage
 from hoodie_sink.table.format.timeline.instant import COMMIT, COMPLETED, INFLIGHT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.options.write_config import WriteConfig
@@ -63,7 +64,7 @@ def storage_calls(monkeypatch):
 
     def kind(storage: Storage, method: str, rel: str) -> str | None:
         # the metadata table is a table of its own, at <table>/.hoodie/metadata
-        table = "metadata " if storage.base_uri.rstrip("/").endswith("/.hoodie/metadata") else ""
+        table = "metadata " if is_metadata_storage(storage) else ""
         if method in ("list_dir", "list_names") and rel.rstrip("/") == ".hoodie":
             return f"{table}timeline listings"
         if method == "read_bytes" and _COMMIT_FILE.match(rel):

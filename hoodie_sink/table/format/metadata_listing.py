@@ -31,7 +31,7 @@ from hoodie_sink.table.format.metadata_keys import (
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_merge import Version, live_files, merge_slice
 from hoodie_sink.table.format.metadata_records import CorruptMetadataRecord, MetadataRecord
-from hoodie_sink.table.format.metadata_slices import latest_slice
+from hoodie_sink.table.format.metadata_slices import MetadataBaseFile, latest_slice
 from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata
 from hoodie_sink.table.format.savepoint_metadata import decode_restore_metadata
@@ -46,6 +46,18 @@ Records = dict[str, MetadataRecord | None]  # key -> merged record (None: delete
 
 def read_files_partition(storage: Storage, data_timeline: Timeline) -> Records:
     """The merged records of the `files` partition: key -> record, as a reader sees them now."""
+    records = read_partition(storage, data_timeline, FILES)
+    if records is None:
+        raise HoodieTableError(
+            f"The metadata table of {storage.base_uri} has no file in its files partition."
+        )
+    return records
+
+
+def read_partition(storage: Storage, data_timeline: Timeline, partition: str) -> Records | None:
+    """The merged records of every file group of a metadata-table partition (key -> record, as a
+    reader sees them now); None when the partition has no file.  For the small partitions
+    (`files`, `column_stats`): a Python object per record."""
     mdt = metadata_storage(storage)
     md_timeline = Timeline.load(mdt)
     latest = latest_completed_time(md_timeline)
@@ -57,29 +69,48 @@ def read_files_partition(storage: Storage, data_timeline: Timeline) -> Records:
     valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
     committed = committed_in_metadata(md_timeline)  # and committed in the metadata table itself
     valid = {t for t in valid if committed(t)}
-    names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(FILES) if i.is_file]
+    names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(partition) if i.is_file]
     completed = {
         i.timestamp for i in md_timeline.instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT)
     }
-    current = latest_slice(FILES, FILES_FILE_ID, names, completed)
-    if current is None:
-        raise HoodieTableError(
-            f"The metadata table of {storage.base_uri} has no file in its files partition."
-        )
-    base: dict[str, MetadataRecord] = {}
-    try:
-        if current.base_file is not None:
-            rel = f"{FILES}/{current.base_file.name}"
-            base = {r.key: r for r in read_metadata_hfile(mdt.read_bytes(rel), mdt.full(rel))}
-        versions: dict[str, list[Version]] = {}
-        for block in _applied_blocks(mdt, current.log_files, valid, latest):
-            for record in block.records:
-                versions.setdefault(record.key, []).append(record)
-            for key in block.deleted_keys:
-                versions.setdefault(key, []).append(None)
-    except (CorruptHFile, CorruptLogBlock, CorruptMetadataRecord, ValueError) as e:
-        raise HoodieTableError(f"Corrupt metadata table at {mdt.base_uri}: {e}") from e
-    return {key: merge_slice(base.get(key), versions.get(key, ())) for key in base.keys() | versions.keys()}
+    out: Records = {}
+    found = False
+    for file_id in _file_ids(partition, names):
+        current = latest_slice(partition, file_id, names, completed)
+        if current is None:
+            continue
+        found = True
+        base: dict[str, MetadataRecord] = {}
+        try:
+            if current.base_file is not None:
+                rel = f"{partition}/{current.base_file.name}"
+                base = {r.key: r for r in read_metadata_hfile(mdt.read_bytes(rel), mdt.full(rel))}
+            versions: dict[str, list[Version]] = {}
+            for block in _applied_blocks(mdt, current.log_files, valid, latest):
+                for record in block.records:
+                    versions.setdefault(record.key, []).append(record)
+                for key in block.deleted_keys:
+                    versions.setdefault(key, []).append(None)
+        except (CorruptHFile, CorruptLogBlock, CorruptMetadataRecord, ValueError) as e:
+            raise HoodieTableError(f"Corrupt metadata table at {mdt.base_uri}: {e}") from e
+        for key in base.keys() | versions.keys():
+            out[key] = merge_slice(base.get(key), versions.get(key, ()))
+    return out if found else None
+
+
+def _file_ids(partition: str, names: list[tuple[str, int]]) -> list[str]:
+    """The file groups that have a file in the partition's folder."""
+    ids = set()
+    for name, size in names:
+        if name.startswith("."):
+            lf = LogFile.parse(partition, name, size)
+            if lf is not None:
+                ids.add(lf.file_id)
+        else:
+            bf = MetadataBaseFile.parse(name, size)
+            if bf is not None:
+                ids.add(bf.file_id)
+    return sorted(ids)
 
 
 def metadata_listing(

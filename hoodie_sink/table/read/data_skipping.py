@@ -375,20 +375,27 @@ def prune(
     base_files: Iterable[BaseFile],
     predicates: Iterable[Predicate | Sequence],
     threads: int = 8,
+    known: Mapping[str, FileStats] | None = None,
 ) -> PruneResult:
-    """The base files that may hold rows matching every predicate.  Footers not cached yet are
-    read in a thread pool (I/O bound: pyarrow releases the GIL)."""
+    """The base files that may hold rows matching every predicate.  `known`: statistics by file
+    name from the metadata table's column_stats partition (read/metadata_column_stats.py); the
+    footers of the other files not cached yet are read in a thread pool (I/O bound: pyarrow
+    releases the GIL)."""
     files = list(base_files)
     preds = as_predicates(predicates)
     if not preds or not files:
         return PruneResult(files, len(files))
-    missing = [bf.path for bf in files if not _STATS.contains((storage.base_uri, bf.path))]
+    known = known or {}
+    missing = [
+        bf.path for bf in files
+        if bf.name not in known and not _STATS.contains((storage.base_uri, bf.path))
+    ]  # fmt: skip
     stats = _read_all(storage, missing, threads)
     kept: list[BaseFile] = []
     skipped: list[BaseFile] = []
     for bf in files:
         # a file cached before this call: from the cache (or read again if evicted since)
-        fs = stats[bf.path] if bf.path in stats else _try_read_stats(storage, bf.path)
+        fs = known.get(bf.name) or (stats[bf.path] if bf.path in stats else _try_read_stats(storage, bf.path))
         keep = fs is None or may_match(fs, preds, fs.num_rows)
         (kept if keep else skipped).append(bf)
     return PruneResult(kept, len(files), len(missing), skipped)

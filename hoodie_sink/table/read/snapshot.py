@@ -22,7 +22,7 @@ import logging
 import operator
 import posixpath
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -32,6 +32,8 @@ from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.file_group import BaseFile, FileSlice, LogFile
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.merge_rule import MergeRule
+from hoodie_sink.table.format.metadata_keys import COLUMN_STATS
+from hoodie_sink.table.format.metadata_table import listed_partitions
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig, read_table_config
 from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow
 from hoodie_sink.table.format.table_schema import latest_schema
@@ -39,8 +41,9 @@ from hoodie_sink.table.format.timeline.instant import WRITE_ACTIONS, Instant
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline
 from hoodie_sink.table.options.read_config import parse_as_of_instant
 from hoodie_sink.table.read.base_file import read_base_file
-from hoodie_sink.table.read.data_skipping import Predicate, as_predicates, prune
+from hoodie_sink.table.read.data_skipping import FileStats, Predicate, as_predicates, may_match, prune
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
+from hoodie_sink.table.read.metadata_column_stats import metadata_file_stats
 from hoodie_sink.table.read.retention import check_time_travel
 from hoodie_sink.table.storage import Storage, as_storage
 
@@ -121,6 +124,13 @@ class Snapshot:
             skip_merge=self.skip_merge,
         )  # fmt: skip
         return rows.select(columns) if columns is not None else rows
+
+    def metadata_stats(self) -> dict[str, FileStats]:
+        """The data files' column statistics from the metadata table's column_stats partition, by
+        file name ({} when the table keeps no such partition)."""
+        if COLUMN_STATS not in listed_partitions(self.table.extra):
+            return {}
+        return metadata_file_stats(self.storage, self.timeline, self.schema)
 
     def base_files(self, partition_filter: Callable[[str], bool] | None = None) -> list[BaseFile]:
         view = FileSystemView.load(self.storage, self.timeline)
@@ -260,7 +270,7 @@ def _read_files(
         if columns is None
         else [c for c in dict.fromkeys(p.column for p in predicates) if c not in columns]
     )
-    pruned = prune(snap.storage, files, predicates)
+    pruned = prune(snap.storage, files, predicates, known=snap.metadata_stats())
     if pruned.skipped:
         log.debug("data skipping: %d of %d base files skipped", pruned.skipped, pruned.considered)
     for bf in pruned.files:
@@ -269,15 +279,32 @@ def _read_files(
 
 
 def skip_slices(
-    storage: Storage, slices: list[FileSlice], predicates: Sequence[Predicate]
+    storage: Storage,
+    slices: list[FileSlice],
+    predicates: Sequence[Predicate],
+    known: Mapping[str, FileStats] | None = None,
 ) -> list[FileSlice]:
-    """Data skipping on file slices: only a slice without log files can be skipped by its base
-    file's statistics (they say nothing of the updates in its logs)."""
+    """Data skipping on file slices.  A slice without log files is skipped by its base file's
+    statistics.  One with log files only when `known` (the metadata table's column_stats, which
+    cover log files) has statistics of every file of it and none may match: the merged rows are
+    base rows and log records, so none of them can match then.  Otherwise the slice is kept."""
     if not predicates:
         return slices
+    known = known or {}
+    preds = as_predicates(predicates)
     bare = [sl.base_file for sl in slices if not sl.log_files and sl.base_file is not None]
-    kept = {bf.path for bf in prune(storage, bare, list(predicates)).files}
-    return [sl for sl in slices if sl.log_files or (sl.base_file is not None and sl.base_file.path in kept)]
+    kept = {bf.path for bf in prune(storage, bare, list(predicates), known=known).files}
+    out = []
+    for sl in slices:
+        if not sl.log_files:
+            if sl.base_file is not None and sl.base_file.path in kept:
+                out.append(sl)
+            continue
+        names = [lf.name for lf in sl.log_files] + ([sl.base_file.name] if sl.base_file is not None else [])
+        stats = [known.get(n) for n in names]
+        if any(fs is None for fs in stats) or any(may_match(fs, preds, fs.num_rows) for fs in stats if fs):
+            out.append(sl)
+    return out
 
 
 def _read_slices(
@@ -287,7 +314,7 @@ def _read_slices(
     predicates: list[Predicate],
 ) -> Iterator[pa.Table]:
     """Merge-on-read snapshot: each latest file slice merged (skip_slices first)."""
-    slices = skip_slices(snap.storage, snap.file_slices(partition_filter), predicates)
+    slices = skip_slices(snap.storage, snap.file_slices(partition_filter), predicates, snap.metadata_stats())
     if predicates:
         row_filter = row_filter_expression(predicates, snap.schema)
     for sl in slices:

@@ -54,9 +54,7 @@ def read_files_partition(storage: Storage, data_timeline: Timeline) -> Records:
             f"The metadata table of {storage.base_uri} has no completed instant. Help: write to the table "
             "with hoodie.metadata.enable=true to rebuild it, or with false to remove it."
         )
-    valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
-    committed = committed_in_metadata(md_timeline)  # and committed in the metadata table itself
-    valid = {t for t in valid if committed(t)}
+    valid = trusted_instants(storage, data_timeline, md_timeline)
     names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(FILES) if i.is_file]
     completed = {
         i.timestamp for i in md_timeline.instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT)
@@ -80,6 +78,14 @@ def read_files_partition(storage: Storage, data_timeline: Timeline) -> Records:
     except (CorruptHFile, CorruptLogBlock, CorruptMetadataRecord, ValueError) as e:
         raise HoodieTableError(f"Corrupt metadata table at {mdt.base_uri}: {e}") from e
     return {key: merge_slice(base.get(key), versions.get(key, ())) for key in base.keys() | versions.keys()}
+
+
+def trusted_instants(storage: Storage, data_timeline: Timeline, md_timeline: Timeline) -> set[str]:
+    """The instants whose log blocks a reader applies: valid for the data timeline and committed
+    in the metadata table itself (format/metadata_instants.py)."""
+    valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
+    committed = committed_in_metadata(md_timeline)
+    return {t for t in valid if committed(t)}
 
 
 def metadata_listing(

@@ -27,6 +27,8 @@ from hoodie_sink.table.format.metadata_layout import (
 )
 from hoodie_sink.table.format.metadata_records import encode_record, record_index_record
 from hoodie_sink.table.format.metadata_schema import METADATA_RECORD_SCHEMA_JSON
+from hoodie_sink.table.metadata.data_properties import set_listed_partitions
+from hoodie_sink.table.storage import Storage
 
 Location = tuple[str, str, str]  # (partition path, file id, inserting instant)
 INIT = "00000000000000010"  # the record index's initialisation on an empty table
@@ -42,10 +44,13 @@ class RecordIndexBuilder:
         self.partition = self.mdt / RECORD_INDEX
         (self.mdt / ".hoodie").mkdir(parents=True, exist_ok=True)
         self.partition.mkdir(parents=True, exist_ok=True)
-        partitions = "files,record_index" if listed else "files"
-        (self.hoodie / "hoodie.properties").write_text(
-            f"hoodie.table.name=t\nhoodie.table.version=6\nhoodie.table.metadata.partitions={partitions}\n"
-        )
+        partitions = ["files", RECORD_INDEX] if listed else ["files"]
+        if (self.hoodie / "hoodie.properties").exists():  # a table of ours: only the listing changes
+            set_listed_partitions(Storage(str(self.root)), partitions)
+        else:
+            (self.hoodie / "hoodie.properties").write_text(
+                f"hoodie.table.name=t\nhoodie.table.version=6\nhoodie.table.metadata.partitions={','.join(partitions)}\n"
+            )
         self.metadata_instant(INIT)
         self._versions: dict[tuple[int, str], int] = {}
 

@@ -21,7 +21,7 @@ from hoodie_sink.table.format.metadata_instants import latest_completed_time
 from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_listing import trusted_instants
-from hoodie_sink.table.format.metadata_slices import latest_slice
+from hoodie_sink.table.format.metadata_slices import MetadataBaseFile, latest_slice
 from hoodie_sink.table.format.metadata_table import listed_partitions, metadata_storage
 from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline
@@ -88,6 +88,13 @@ def load_record_index_files(storage: Storage, data_timeline: Timeline | None = N
     completed = {
         i.timestamp for i in md_timeline.instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT)
     }
+    # a base file of a compaction archived since is committed (Java's file-system view:
+    # containsOrBeforeTimelineStarts); latest_slice knows only the instants it is given
+    first = min((i.timestamp for i in md_timeline.instants), default=None)
+    if first is not None:
+        completed |= {
+            bf.instant for name, _ in names if (bf := MetadataBaseFile.parse(name)) and bf.instant < first
+        }
     groups = []
     for index in indexes:
         file_id = metadata_file_id(RECORD_INDEX, index)

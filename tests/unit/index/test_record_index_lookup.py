@@ -21,6 +21,7 @@ from hoodie_sink.table.format.metadata_records import (
     instant_epoch_ms,
 )
 from hoodie_sink.table.format.record_index_values import decode_locations
+from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.index import record_index_lookup
 from hoodie_sink.table.index.record_index_files import load_record_index_files
 from hoodie_sink.table.index.record_index_lookup import look_up
@@ -172,3 +173,35 @@ def _record(file_uuid: str, index: int) -> MetadataRecord:
     hi, lo = (hi - 2**64 if hi >= 2**63 else hi), (lo - 2**64 if lo >= 2**63 else lo)
     info = RecordIndexInfo("p", hi, lo, index, "", instant_epoch_ms(T[0]))
     return MetadataRecord("", TYPE_RECORD_INDEX, record_index=info)
+
+
+@pytest.mark.parametrize("fixture", ["cow_mdt_v6", "mor_mdt_v6"])
+def test_a_record_index_written_by_java_finds_every_key(tmp_path, fixture):
+    """Hudi 0.15's record index (tests/fixtures/metadata-tables: base files after its compactions,
+    log blocks of inserts and a delete): every live key found where the snapshot has it, the
+    deleted one and an unknown one not."""
+    from hoodie_sink.table.read.snapshot import read_snapshot
+    from tests.support.tables import unzip_metadata_fixture
+
+    path = unzip_metadata_fixture(fixture, tmp_path)
+    snap = read_snapshot(str(path))
+    keys = snap.column("_hoodie_record_key").to_pylist()
+    want = {
+        k: (p, n.lstrip(".").split("_")[0])
+        for k, p, n in zip(
+            keys,
+            snap.column("_hoodie_partition_path").to_pylist(),
+            snap.column("_hoodie_file_name").to_pylist(),
+            strict=True,
+        )
+    }
+    storage = Storage(str(path))
+    files = load_record_index_files(storage)
+    assert files.file_group_count == 10  # Hudi's minimum for a small table
+    got = look_up(storage, files, pa.array([*keys, "no-such-key"], pa.string()))
+    pairs = list(zip(got.partition_path.to_pylist(), got.file_id.to_pylist(), strict=True))
+    assert dict(zip(keys, pairs[:-1], strict=True)) == want
+    assert pairs[-1] == (None, None)
+    # inserting instants (archived ones among them: the fixture keeps 3-4 commits active)
+    latest = max(i.timestamp for i in Timeline.load(storage).instants)
+    assert all(len(t) == 17 and t <= latest for t in got.instant.drop_null().to_pylist())

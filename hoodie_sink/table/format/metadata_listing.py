@@ -31,11 +31,11 @@ from hoodie_sink.table.format.metadata_keys import (
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_merge import Version, live_files, merge_slice
 from hoodie_sink.table.format.metadata_records import CorruptMetadataRecord, MetadataRecord
-from hoodie_sink.table.format.metadata_slices import MetadataBaseFile, latest_slice
+from hoodie_sink.table.format.metadata_slices import MetadataBaseFile, committed_base_instants, latest_slice
 from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata
 from hoodie_sink.table.format.savepoint_metadata import decode_restore_metadata
-from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT, ROLLBACK, Instant
+from hoodie_sink.table.format.timeline.instant import ROLLBACK, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.storage import Storage
 
@@ -66,13 +66,9 @@ def read_partition(storage: Storage, data_timeline: Timeline, partition: str) ->
             f"The metadata table of {storage.base_uri} has no completed instant. Help: write to the table "
             "with hoodie.metadata.enable=true to rebuild it, or with false to remove it."
         )
-    valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
-    committed = committed_in_metadata(md_timeline)  # and committed in the metadata table itself
-    valid = {t for t in valid if committed(t)}
+    valid = trusted_instants(storage, data_timeline, md_timeline)
     names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(partition) if i.is_file]
-    completed = {
-        i.timestamp for i in md_timeline.instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT)
-    }
+    completed = committed_base_instants(md_timeline, names)
     out: Records = {}
     found = False
     for file_id in _file_ids(partition, names):
@@ -111,6 +107,14 @@ def _file_ids(partition: str, names: list[tuple[str, int]]) -> list[str]:
             if bf is not None:
                 ids.add(bf.file_id)
     return sorted(ids)
+
+
+def trusted_instants(storage: Storage, data_timeline: Timeline, md_timeline: Timeline) -> set[str]:
+    """The instants whose log blocks a reader applies: valid for the data timeline and committed
+    in the metadata table itself (format/metadata_instants.py)."""
+    valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
+    committed = committed_in_metadata(md_timeline)
+    return {t for t in valid if committed(t)}
 
 
 def metadata_listing(

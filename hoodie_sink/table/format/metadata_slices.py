@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from hoodie_sink.table.format.file_group import LogFile
 from hoodie_sink.table.format.metadata_layout import metadata_base_file_name, parse_metadata_base_file_name
+from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT
+from hoodie_sink.table.format.timeline.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,23 @@ class MetadataSlice:
 
     def next_log_version(self) -> int:
         return max((lf.version for lf in self.log_files), default=0) + 1
+
+
+def committed_base_instants(md_timeline: Timeline, names: list[tuple[str, int]]) -> set[str]:
+    """The instants a base file of the metadata table counts as committed at: the completed
+    deltacommits and compaction commits of its active timeline, and any instant before that
+    timeline starts (a compaction archived since; Java's file-system view counts it as committed:
+    HoodieDefaultTimeline.containsOrBeforeTimelineStarts)."""
+    completed = {
+        i.timestamp for i in md_timeline.instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT)
+    }
+    first = min((i.timestamp for i in md_timeline.instants), default=None)
+    if first is not None:
+        for name, _ in names:
+            bf = MetadataBaseFile.parse(name)
+            if bf is not None and bf.instant < first:
+                completed.add(bf.instant)
+    return completed
 
 
 def latest_slice(

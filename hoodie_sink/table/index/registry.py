@@ -6,8 +6,11 @@ from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.index.bloom_index import BloomIndex, GlobalBloomIndex
 from hoodie_sink.table.index.bucket_index import BucketIndex
 from hoodie_sink.table.index.protocol import Index
+from hoodie_sink.table.index.record_index import RecordIndex
 
-_INDEXES: dict[str, Index] = {i.name: i for i in (BloomIndex(), GlobalBloomIndex(), BucketIndex())}
+_INDEXES: dict[str, Index] = {
+    i.name: i for i in (BloomIndex(), GlobalBloomIndex(), BucketIndex(), RecordIndex())
+}
 INDEX_TYPES = tuple(_INDEXES)  # the option's accepted values
 BUCKET = BucketIndex.name  # the value that records a bucket layout in hoodie.properties
 

@@ -27,7 +27,7 @@ from hoodie_sink.table.format.metadata_keys import FILES
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
-from hoodie_sink.table.format.metadata_slices import MetadataSlice, latest_slice
+from hoodie_sink.table.format.metadata_slices import MetadataSlice, committed_base_instants, latest_slice
 from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
 from hoodie_sink.table.format.timeline.instant import COMPLETED, DELTA_COMMIT, INFLIGHT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
@@ -73,8 +73,7 @@ def write_deltacommit(storage: Storage, instant: str, change: FilesChange) -> No
 
 def current_slice(mdt: Storage, timeline: Timeline, partition: str, file_id: str) -> MetadataSlice:
     names = [(info.base_name, int(info.size or 0)) for info in mdt.list_dir(partition) if info.is_file]
-    completed = timeline.completed_times((DELTA_COMMIT, "commit"))
-    current = latest_slice(partition, file_id, names, completed)
+    current = latest_slice(partition, file_id, names, committed_base_instants(timeline, names))
     if current is None:
         raise FileNotFoundError(
             f"Metadata table {mdt.base_uri}: file group {file_id} of partition {partition} has no file."

@@ -278,8 +278,13 @@ OPTIONS: tuple[Option, ...] = (
                "object store: a folder, one <instant>.json per commit). Default: off (the log line only)."),
     Option("hoodie.client.heartbeat.interval_in_ms", "heartbeat_interval_ms", _int),
     Option("hoodie.client.heartbeat.tolerable.misses", "heartbeat_misses", _int),
-    Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket")),
+    Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket", "record_index"),
+           doc="BLOOM (default), GLOBAL_BLOOM, BUCKET, or RECORD_INDEX: keys looked up in the metadata table's "
+               "record_index partition (a table whose hoodie.properties lists it; refused while hoodie_sink's "
+               "writes do not keep it up to date)."),
     Option("hoodie.bloom.index.update.partition.path", "update_partition_path", _bool),
+    Option("hoodie.record.index.update.partition.path", "record_index_update_partition_path", _bool,
+           doc="RECORD_INDEX: a record whose partition value changed moves there (Hudi's default: false)."),
     Option("hoodie.bucket.index.num.buckets", "num_buckets", _int),
     Option("hoodie.bucket.index.hash.field", "bucket_hash_fields", _fields),
     Option("hoodie.copyonwrite.record.size.estimate", "record_size_estimate", _int),
@@ -584,6 +589,8 @@ class WriteConfig:
     # Hudi 0.14+ moves a GLOBAL_BLOOM key whose partition value changed unless told otherwise
     # (HoodieIndexConfig.BLOOM_INDEX_UPDATE_PARTITION_PATH_ENABLE, default true; docs/hudi/duplicate-keys.md)
     update_partition_path: bool = True
+    # the same for RECORD_INDEX (HoodieIndexConfig.RECORD_INDEX_UPDATE_PARTITION_PATH_ENABLE, default false)
+    record_index_update_partition_path: bool = False
     num_buckets: int = 4
     bucket_hash_fields: tuple[str, ...] = ()
     record_size_estimate: int = 1024
@@ -672,6 +679,13 @@ class WriteConfig:
         if self.metadata_enable is not None:
             return self.metadata_enable
         return table_has_one or (new_table and NEW_TABLES_GET_A_METADATA_TABLE)
+
+    @property
+    def index_update_partition_path(self) -> bool:
+        """Whether the index moves a record whose partition value changed (its own option)."""
+        if self.index_type == "record_index":
+            return self.record_index_update_partition_path
+        return self.update_partition_path
 
     @property
     def occ(self) -> bool:

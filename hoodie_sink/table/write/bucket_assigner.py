@@ -50,7 +50,7 @@ class BucketAssigner:
         self.ctx = ctx
         self.try_claim = try_claim
         self.index = ctx.plan.index
-        self.moves_partitions = ctx.plan.index.moves_partitions(cfg.update_partition_path)
+        self.moves_partitions = ctx.plan.index.moves_partitions(cfg.index_update_partition_path)
         self.small: dict[str, list[tuple[str, int]]] = {
             part: [(bf.file_id, int(ctx.plan.sizing.room(bf.size))) for bf in files]
             for part, files in small_files_of(ctx).items()

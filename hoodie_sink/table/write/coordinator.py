@@ -64,6 +64,7 @@ from hoodie_sink.table.format.timeline.instant import (
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
 from hoodie_sink.table.format.write_operation import TABLE, WriteOperation
 from hoodie_sink.table.index.protocol import Index
+from hoodie_sink.table.index.record_index import RecordIndex, check_usable
 from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.metadata.bootstrap import settle as settle_metadata_table
@@ -189,6 +190,9 @@ def _resolve(
     cfg, table, exists = _open_table(cfg, storage)
     op = WriteOperation.of(cfg.operation)
     index = index_of(cfg.index_type)
+    if isinstance(index, RecordIndex):  # its partition must exist and stay kept
+        keeps = cfg.keeps_metadata_table(exists and has_files_partition(table.extra), new_table=not exists)
+        check_usable(cfg.path, table.extra if exists else None, keeps)
     _check_input_columns(cfg, op, index, input_schema)
     data_schema = storage_schema(_without_meta(input_schema))
     _check_options_against_input(cfg, op, index, input_schema, data_schema)

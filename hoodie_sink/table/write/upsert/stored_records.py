@@ -22,7 +22,7 @@ class StoredRecords:
         self.ordering_field = self.rule.ordering_field
         self.file_schema = file_schema
         self.mor = ctx.plan.merge_on_read
-        self.moves_partitions = ctx.plan.index.moves_partitions(ctx.config.update_partition_path)
+        self.moves_partitions = ctx.plan.index.moves_partitions(ctx.config.index_update_partition_path)
         self.slices_with_deletes = [s.file_id for s in ctx.log_slices if s.has_deletes]
 
     def ordering(self, rows: pa.Table, file_ids: pa.Array) -> pa.Array:

@@ -1,0 +1,105 @@
+"""Which files make up the record index now, and which of their log blocks count (I/O: two
+timelines and one folder listing; docs/design/metadata-table.md#record-index-look-ups).
+
+The `record_index` partition of the metadata table has N file groups `record-index-<i %04d>-0`
+(N fixed when it was built: Java uses the number of existing file groups, HoodieBackedTableMetadataWriter
+`prepRecords`); a key lives in file group `|String.hashCode(key)| % N`.  Each file group is read
+as its latest slice (format/metadata_slices.py), and a log block counts only if its instant is
+trusted as Java's log scanner trusts it (format/metadata_listing.trusted_instants), is not newer
+than the latest completed metadata instant and is not undone by a rollback command block.
+
+A `RecordIndexFiles` is a snapshot of plain values: picklable, built once per look-up task.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.metadata_instants import latest_completed_time
+from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
+from hoodie_sink.table.format.metadata_layout import metadata_file_id
+from hoodie_sink.table.format.metadata_listing import trusted_instants
+from hoodie_sink.table.format.metadata_slices import committed_base_instants, latest_slice
+from hoodie_sink.table.format.metadata_table import listed_partitions, metadata_storage
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.metadata.data_properties import read_data_properties
+from hoodie_sink.table.storage import Storage
+
+_FILE_ID = re.compile(r"^\.?(record-index-(\d{4,})-0)_")
+
+
+@dataclass(frozen=True)
+class RecordIndexSlice:
+    """The latest slice of one record-index file group: paths relative to the metadata table."""
+
+    file_id: str
+    base_file: str | None
+    base_size: int
+    log_files: tuple[tuple[str, int], ...]  # (path, size) in version order
+
+
+@dataclass(frozen=True)
+class RecordIndexFiles:
+    """The record index of one table as a reader sees it: its file groups in index order, and
+    the instants whose log blocks count."""
+
+    table_uri: str
+    file_groups: tuple[RecordIndexSlice, ...]
+    trusted: frozenset[str]
+    latest: str  # the latest completed metadata instant: newer blocks are ignored
+
+    @property
+    def file_group_count(self) -> int:
+        return len(self.file_groups)
+
+    def counts(self, instant: str) -> bool:
+        return instant in self.trusted and instant <= self.latest
+
+
+def not_listed_error(table_uri: str) -> HoodieTableError:
+    return HoodieTableError(
+        f"Table {table_uri} has no record index: its hoodie.properties does not list '{RECORD_INDEX}' in "
+        "hoodie.table.metadata.partitions. Help: use hoodie.index.type=GLOBAL_BLOOM (or BLOOM), or build the "
+        "record index with Apache Hudi (hoodie.metadata.enable=true, hoodie.metadata.record.index.enable=true)."
+    )
+
+
+def load_record_index_files(storage: Storage, data_timeline: Timeline | None = None) -> RecordIndexFiles:
+    """The record index of the table at `storage` now (`data_timeline`: its timeline, if loaded)."""
+    if RECORD_INDEX not in listed_partitions(read_data_properties(storage)):
+        raise not_listed_error(storage.base_uri)
+    mdt = metadata_storage(storage)
+    md_timeline = Timeline.load(mdt)
+    latest = latest_completed_time(md_timeline)
+    if latest is None:
+        raise HoodieTableError(f"The metadata table of {storage.base_uri} has no completed instant.")
+    data = data_timeline if data_timeline is not None else Timeline.load(storage)
+    trusted = trusted_instants(storage, data, md_timeline)
+    names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(RECORD_INDEX) if i.is_file]
+    indexes = sorted({int(m.group(2)) for name, _ in names if (m := _FILE_ID.match(name))})
+    if not indexes or indexes != list(range(len(indexes))):
+        raise HoodieTableError(
+            f"The record index of {storage.base_uri} has file groups {indexes or 'none'} in "
+            f"{mdt.full(RECORD_INDEX)}; expected 0 to N-1. Help: rebuild it with Apache Hudi."
+        )
+    completed = committed_base_instants(md_timeline, names)
+    groups = []
+    for index in indexes:
+        file_id = metadata_file_id(RECORD_INDEX, index)
+        current = latest_slice(RECORD_INDEX, file_id, names, completed)
+        if current is None:  # the listing named it: only a file of another slice or a stray name
+            raise HoodieTableError(
+                f"Record-index file group {file_id} of {storage.base_uri} has no file slice."
+            )
+        base = current.base_file
+        groups.append(
+            RecordIndexSlice(
+                file_id,
+                f"{RECORD_INDEX}/{base.name}" if base is not None else None,
+                base.size if base is not None else 0,
+                tuple((lf.path, lf.size) for lf in current.log_files),
+            )
+        )
+    return RecordIndexFiles(storage.base_uri, tuple(groups), frozenset(trusted), latest)

@@ -129,9 +129,30 @@ def _gather(
 def parse_cells(payload: bytes, what: str = "data block") -> tuple[pa.BinaryArray, pa.BinaryArray]:
     """(rows, values) of the cells of one data block payload.
 
-    Cells have variable lengths, so their starts are found by walking the block (one struct read
-    per cell: each start depends on the one before); the rows and values are then gathered in bulk.
+    Cells have variable lengths, so their starts depend on one another.  When every row has the
+    first cell's length (UUIDs, padded numbers: the usual record keys) the starts are found at
+    once: each cell's key ends in the same 10-byte tail (empty family, latest timestamp, Put), so
+    the tails give the starts, and the whole chain of lengths is then checked from the first cell
+    to the block's end.  Otherwise, or if any check fails, the block is walked one cell at a time.
+    Rows and values are then cut out in bulk (binary views over the payload, one copy in C).
     """
+    buf = np.frombuffer(payload, dtype=np.uint8)
+    at = _uniform_starts(buf)
+    if at is None:
+        at = _walk(payload, what)
+    key_lengths = _read_be(buf, at, 4).astype(np.int64)
+    value_lengths = _read_be(buf, at + 4, 4).astype(np.int64)
+    row_lengths = _read_be(buf, at + 8, 2).astype(np.int64)
+    if len(at) and (np.any(row_lengths + KEY_INFRASTRUCTURE != key_lengths) or np.any(value_lengths < 0)):
+        raise CorruptHFile(f"{what}: a cell's key is not a row with an empty family and qualifier")
+    data = pa.py_buffer(payload)
+    rows = _slices(buf, data, at + 10, row_lengths)
+    values = _slices(buf, data, at + 8 + key_lengths, value_lengths)
+    return rows, values
+
+
+def _walk(payload: bytes, what: str) -> npt.NDArray[np.int64]:
+    """The cell starts, found one cell after the other."""
     starts = []
     pos, end = 0, len(payload)
     unpack = struct.Struct(">ii").unpack_from
@@ -146,16 +167,61 @@ def parse_cells(payload: bytes, what: str = "data block") -> tuple[pa.BinaryArra
         raise CorruptHFile(f"{what}: cell at payload offset {starts[-1]} runs past the block") from None
     if pos != end:
         raise CorruptHFile(f"{what}: last cell runs past the block")
-    buf = np.frombuffer(payload, dtype=np.uint8)
-    at = np.array(starts, dtype=np.int64)
-    key_lengths = _read_be(buf, at, 4).astype(np.int64)
-    value_lengths = _read_be(buf, at + 4, 4).astype(np.int64)
-    row_lengths = _read_be(buf, at + 8, 2).astype(np.int64)
-    if len(at) and (np.any(row_lengths + KEY_INFRASTRUCTURE != key_lengths) or np.any(value_lengths < 0)):
-        raise CorruptHFile(f"{what}: a cell's key is not a row with an empty family and qualifier")
-    rows = _gather(buf, at + 10, row_lengths)
-    values = _gather(buf, at + 8 + key_lengths, value_lengths)
-    return rows, values
+    return np.array(starts, dtype=np.int64)
+
+
+_TAIL = np.frombuffer(KEY_TAIL, dtype=np.uint8)
+
+
+def _uniform_starts(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64] | None:
+    """The cell starts of a block whose rows all have the first row's length, every one checked;
+    None when the block is not such a block (the caller walks it)."""
+    n = len(buf)
+    if n < 10 + len(KEY_TAIL) + 1:
+        return None
+    row = int(buf[8]) << 8 | int(buf[9])
+    key_length = row + KEY_INFRASTRUCTURE
+    # where each cell's key tail starts: the tail's 0x7F byte, then the other nine bytes checked
+    hits = np.flatnonzero(buf[1 : n - len(KEY_TAIL) + 2] == _TAIL[1])  # offset by one: tail[0] precedes
+    if not len(hits):
+        return None
+    tails = hits  # position of tail[0] = (hit + 1) - 1
+    for i, byte in enumerate(_TAIL):
+        if i == 1:
+            continue
+        tails = tails[buf[tails + i] == byte]
+    at = tails - 10 - row
+    if not len(at) or at[0] != 0 or np.any(at < 0):
+        return None
+    if np.any(_read_be(buf, at, 4) != key_length) or np.any(_read_be(buf, at + 8, 2) != row):
+        return None
+    ends = at + 8 + key_length + _read_be(buf, at + 4, 4) + 1  # one memstore byte: 0
+    if ends[-1] != n or np.any(ends[:-1] != at[1:]) or np.any(buf[ends - 1] != 0):
+        return None
+    return at.astype(np.int64)
+
+
+def _slices(
+    buf: npt.NDArray[np.uint8], data: pa.Buffer, starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> pa.BinaryArray:
+    """A binary array of the byte ranges (start, length) of `buf` (`data`: the same bytes as an
+    Arrow buffer): binary views over it (Arrow's 16-byte view: length, then the bytes themselves
+    up to 12, else a 4-byte prefix, buffer 0 and the offset), cast to binary in one copy."""
+    n = len(starts)
+    if n == 0:
+        return pa.array([], pa.binary())
+    if len(buf) >= 1 << 31:
+        return _gather(buf, starts, lengths)
+    views = np.zeros((n, 16), dtype=np.uint8)
+    views[:, 0:4] = lengths.astype("<i4").view(np.uint8).reshape(n, 4)
+    first = buf[np.minimum(starts[:, None] + np.arange(12)[None, :], len(buf) - 1)]
+    short = lengths <= 12
+    views[:, 4:16] = np.where(short[:, None] & (np.arange(12)[None, :] < lengths[:, None]), first, 0)
+    long_ = ~short
+    views[long_, 4:8] = first[long_, :4]
+    views[long_, 12:16] = starts[long_].astype("<i4").view(np.uint8).reshape(-1, 4)
+    array = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), data])
+    return array.cast(pa.binary())
 
 
 def _read_be(buf: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], width: int) -> npt.NDArray[np.int64]:

@@ -218,3 +218,30 @@ def test_crc32c_paths_agree() -> None:
     assert crc32c(b"123456789") == 0xE3069283
     chunks = [os.urandom(n) for n in (4, 5, 255, 256, 257, 4097, 16384)]
     assert chunk_crc32c(chunks) == [crc32c(c) for c in chunks]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_cells_are_parsed_as_a_walk_would_parse_them(seed: int) -> None:
+    """parse_cells' bulk paths against the cells built: rows of one length (the tail-split path)
+    and of many (the walk), rows and values short enough to sit inline in a view, and values that
+    hold a key tail of their own (the split's checks must send such a block to the walk)."""
+    import random
+
+    from hoodie_sink.table.format.hfile.cells import KEY_TAIL, build_cells, parse_cells
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 400)
+    uniform = seed % 2 == 1
+    length = rng.randint(1, 40)
+    rows = sorted(
+        bytes(rng.randrange(256) for _ in range(length if uniform else rng.randint(0, 40))) for _ in range(n)
+    )
+    values = [
+        (KEY_TAIL if rng.random() < 0.1 else b"")
+        + bytes(rng.randrange(256) for _ in range(rng.randint(0, 30)))
+        for _ in range(n)
+    ]
+    buf, offsets = build_cells(pa.array(rows, pa.binary()), pa.array(values, pa.binary()))
+    got_rows, got_values = parse_cells(buf.to_pybytes()[: offsets[-1]])
+    assert got_rows.to_pylist() == rows
+    assert got_values.to_pylist() == values

@@ -171,6 +171,8 @@ def _walk(payload: bytes, what: str) -> npt.NDArray[np.int64]:
 
 
 _TAIL = np.frombuffer(KEY_TAIL, dtype=np.uint8)
+_FOUR = np.arange(4, dtype=np.int64)
+_TWELVE = np.arange(12, dtype=np.int64)
 
 
 def _uniform_starts(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64] | None:
@@ -212,14 +214,17 @@ def _slices(
         return pa.array([], pa.binary())
     if len(buf) >= 1 << 31:
         return _gather(buf, starts, lengths)
-    views = np.zeros((n, 16), dtype=np.uint8)
-    views[:, 0:4] = lengths.astype("<i4").view(np.uint8).reshape(n, 4)
-    first = buf[np.minimum(starts[:, None] + np.arange(12)[None, :], len(buf) - 1)]
-    short = lengths <= 12
-    views[:, 4:16] = np.where(short[:, None] & (np.arange(12)[None, :] < lengths[:, None]), first, 0)
-    long_ = ~short
-    views[long_, 4:8] = first[long_, :4]
-    views[long_, 12:16] = starts[long_].astype("<i4").view(np.uint8).reshape(-1, 4)
+    last = len(buf) - 1
+    words = np.zeros((n, 4), dtype="<u4")  # a view: length | prefix or inline bytes | buffer | offset
+    words[:, 0] = lengths
+    words[:, 1] = buf[np.minimum(starts[:, None] + _FOUR, last)].view("<u4")[:, 0]
+    words[:, 3] = starts
+    short = np.flatnonzero(lengths <= 12)
+    if len(short):  # up to 12 bytes inline, zero-padded
+        inline = buf[np.minimum(starts[short, None] + _TWELVE, last)]
+        inline[_TWELVE[None, :] >= lengths[short, None]] = 0
+        words[short, 1:4] = inline.view("<u4")
+    views = words.view(np.uint8)
     array = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), data])
     return array.cast(pa.binary())
 

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hoodie_sink.table.format.metadata_records import ColumnStatsInfo
+
 NULL_COMMIT = "null"
 SCHEMA_KEY = "schema"
 
@@ -33,6 +35,9 @@ class WriteStat:
     min_record_key: str | None = None
     max_record_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # MOR: logVersion, baseFile, logFiles, ...
+    # the written file's column statistics, for the metadata table's column_stats partition
+    # (format/column_stats.py): computed by the task that wrote it, never part of the JSON
+    column_stats: tuple[ColumnStatsInfo, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out = {

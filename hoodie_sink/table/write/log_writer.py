@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from hoodie_sink.errors import HoodieCommitError
 from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.avro_rows import delete_records_datum, encode_records, records_block_content
+from hoodie_sink.table.format.column_stats import column_stats_of_rows
 from hoodie_sink.table.format.commit_metadata import WriteStat
 from hoodie_sink.table.format.file_group import (
     BaseFile,
@@ -32,6 +33,7 @@ from hoodie_sink.table.format.file_group import (
 )
 from hoodie_sink.table.format.markers import CREATE, create_marker, marker_path
 from hoodie_sink.table.format.merge_rule import MergeRule
+from hoodie_sink.table.format.metadata_records import ColumnStatsInfo
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.virtual_keys import with_record_keys
 from hoodie_sink.table.read.base_file import read_base_file
@@ -87,10 +89,12 @@ def write_log_file(
     num_inserts: int = 0,
     records: pa.Array | None = None,
     exclusive: bool = False,
+    column_stats: bool = False,
 ) -> WriteStat:
     """Write `changes` (one reduced change per key, with control columns) as a new log file;
     `records`: its upserts already encoded (encode_log_upserts), else they are encoded here.
-    `exclusive` (several writers): never replace a log file of the same name (see _create_exclusively)."""
+    `exclusive` (several writers): never replace a log file of the same name (see _create_exclusively).
+    `column_stats`: the statistics of the upserts written go with the write stat (format/column_stats.py)."""
     started = time.monotonic()
     if guard is not None:
         guard.check()
@@ -119,6 +123,9 @@ def write_log_file(
         guard.wrote(target.rel_path)
     sl = target.slice
     num_deletes = 0 if deletes is None else deletes.num_rows
+    stats: tuple[ColumnStatsInfo, ...] = ()
+    if column_stats and upserts.num_rows:
+        stats = tuple(column_stats_of_rows(_with_meta([(target, upserts)]), target.name))
     return WriteStat(
         file_id=sl.file_id,
         partition_path=sl.partition_path,
@@ -137,6 +144,7 @@ def write_log_file(
             "baseFile": "" if sl.compacting else sl.base_name or "",
             "logFiles": sorted(set(_slice_logs(sl)) | {target.name}),
         },
+        column_stats=stats,
     )
 
 

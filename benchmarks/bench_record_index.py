@@ -3,8 +3,8 @@ RECORD_INDEX on the same workload (issue 29).
 
 For each N in --rows (default 2M and 20M), on one local[2] session:
   * base data: N deterministic trips rows (common.trips_df) with 100 partitions (`region` = city
-    and one of 10 districts), staged once as parquet; an upsert batch of --fraction (1%) of the
-    keys, drawn at random, with `ts` 400 days later and `fare` + 1, staged as parquet;
+    and one of 10 districts), staged once as parquet; upsert batches of random keys (see
+    --fractions), with `ts` 400 days later and `fare` + 1, staged as parquet;
   * per index type (--indexes): a table bulk_inserted through df.write.format("hoodie") with that
     index (RECORD_INDEX: `hoodie.metadata.record.index.enable=true`), untimed but reported; then
       - tagging alone, in this process through the engine (`index.locator(...).tag(keys,
@@ -17,11 +17,13 @@ For each N in --rows (default 2M and 20M), on one local[2] session:
     bulk_insert with `hoodie.index.type=RECORD_INDEX` and the record index on, then the same
     upsert, timed inside its process.
 
-Prints a Markdown table per N: seconds, bytes read by tagging and the ratios against GLOBAL_BLOOM
-(> 1: RECORD_INDEX reads fewer bytes / is faster), measured in this run.
+Each batch size in --fractions (default 1% and 0.01%: a backfill's share and a streaming
+micro-batch's) is a batch of its own keys, upserted in turn into the same table.  Prints a
+Markdown table per N: seconds, bytes read by tagging and the ratios against GLOBAL_BLOOM on the
+same batch (> 1: fewer bytes / faster), measured in this run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_record_index.py [--rows 2000000,20000000]
-        [--fraction 0.01] [--indexes record_index,bloom,global_bloom] [--hudi 0.15.0]
+        [--fractions 0.01,0.0001] [--indexes record_index,bloom,global_bloom] [--hudi 0.15.0]
         [--table-type COPY_ON_WRITE] [--work-dir DIR] [--driver-memory 8g]
 """
 
@@ -57,7 +59,9 @@ UPDATED_TS_FROM = datetime(2025, 1, 1, tzinfo=timezone.utc)  # the base rows' ts
 
 
 # -- data ------------------------------------------------------------------------------------------
-def stage_inputs(spark, work: Path, n: int, fraction: float) -> tuple[Path, Path, int]:
+def stage_inputs(spark, work: Path, n: int, fractions: list[float]) -> tuple[Path, list[tuple[Path, int]]]:
+    """The base rows, and one upsert batch per fraction: disjoint random keys (each batch takes
+    its own slice of a hash of the key), so the batches can follow one another into one table."""
     from pyspark.sql import functions as F
 
     base = work / f"base-{n}"
@@ -65,14 +69,19 @@ def stage_inputs(spark, work: Path, n: int, fraction: float) -> tuple[Path, Path
     trips_df(spark, n, partitions=8).withColumn(
         "region", F.concat_ws("-", F.col("city"), district)
     ).write.mode("overwrite").parquet(str(base))
-    batch = work / f"upsert-{n}"
-    count = int(n * fraction)
-    (
-        spark.read.parquet(str(base)).sample(fraction=fraction * 1.1, seed=7).limit(count)
-        .withColumn("ts", F.col("ts") + F.expr("INTERVAL 400 DAYS")).withColumn("fare", F.col("fare") + 1)
-        .repartition(2).write.mode("overwrite").parquet(str(batch))
-    )  # fmt: skip
-    return base, batch, count
+    bucket = F.pmod(F.xxhash64(F.col("trip_id"), F.lit(23)), F.lit(1_000_000))
+    batches, low = [], 0
+    for j, fraction in enumerate(fractions):
+        high = low + int(round(fraction * 1_000_000))
+        path = work / f"upsert-{n}-{j}"
+        (
+            spark.read.parquet(str(base)).where((bucket >= low) & (bucket < high))
+            .withColumn("ts", F.col("ts") + F.expr("INTERVAL 400 DAYS")).withColumn("fare", F.col("fare") + 1)
+            .repartition(2).write.mode("overwrite").parquet(str(path))
+        )  # fmt: skip
+        batches.append((path, spark.read.parquet(str(path)).count()))
+        low = high
+    return base, batches
 
 
 # -- tagging through the engine, with its reads counted -------------------------------------------
@@ -203,7 +212,7 @@ def table_bytes(path: Path) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="2000000,20000000")
-    ap.add_argument("--fraction", type=float, default=0.01)
+    ap.add_argument("--fractions", default="0.01,0.0001", help="the upsert batches, as shares of the keys")
     ap.add_argument("--indexes", default="record_index,bloom,global_bloom")
     ap.add_argument("--hudi", default="0.15.0")
     ap.add_argument("--table-type", default="COPY_ON_WRITE", choices=["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -211,6 +220,7 @@ def main() -> int:
     ap.add_argument("--work-dir", default=None)
     args = ap.parse_args()
     sizes = [int(s) for s in args.rows.split(",")]
+    fractions = [float(f) for f in args.fractions.split(",")]
     indexes = [i.strip() for i in args.indexes.split(",") if i.strip()]
     table_type = {"hoodie.datasource.write.table.type": args.table_type}
 
@@ -224,12 +234,12 @@ def main() -> int:
             print(f"Apache Hudi {args.hudi} skipped: {missing}")
         else:
             java = JavaHudi(args.hudi, driver_memory=args.driver_memory)
-    workload = f"upsert of {args.fraction:.0%} random keys; 100 partitions"
+    workload = f"upserts of {', '.join(f'{f:.2%}' for f in fractions)} random keys in turn; 100 partitions"
     print(f"hoodie_sink {source_version(str(ROOT))}; {args.table_type}; {workload}")
     with scratch_dir(args.work_dir, "bench_record_index") as scratch:
         work = Path(scratch)
         for n in sizes:
-            base, batch, updated = stage_inputs(spark, work, n, args.fraction)
+            base, batches = stage_inputs(spark, work, n, fractions)
             results: dict[str, dict] = {}
             for name in indexes:
                 path = work / f"t-{name}-{n}"
@@ -237,12 +247,20 @@ def main() -> int:
                 load_s = ours_write(
                     spark, base, path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"}
                 )
-                tagging = measure_tagging(path, name, batch)
-                upsert_s = ours_write(
-                    spark, batch, path, {**opts, "hoodie.datasource.write.operation": "upsert"}
-                )
-                check(path, n, updated, f"hoodie {name}")
-                results[name] = {"load_s": load_s, "upsert_s": upsert_s, "size": table_bytes(path), **tagging}
+                size, updated = table_bytes(path), 0
+                for batch, count in batches:
+                    tagging = measure_tagging(path, name, batch)
+                    upsert_s = ours_write(
+                        spark, batch, path, {**opts, "hoodie.datasource.write.operation": "upsert"}
+                    )
+                    updated += count
+                    check(path, n, updated, f"hoodie {name}")
+                    results[f"{name} {count}"] = {
+                        "load_s": load_s,
+                        "upsert_s": upsert_s,
+                        "size": size,
+                        **tagging,
+                    }
                 shutil.rmtree(path)
             if java is not None:
                 path = work / f"java-record_index-{n}"
@@ -255,16 +273,20 @@ def main() -> int:
                 load_s = java.call("write", path=str(path), input=str(base),
                                    options={**jopts, "hoodie.datasource.write.operation": "bulk_insert"},
                                    mode="append")["seconds"]  # fmt: skip
-                upsert_s = java.call("write", path=str(path), input=str(batch),
-                                     options={**jopts, "hoodie.datasource.write.operation": "upsert"},
-                                     mode="append")["seconds"]  # fmt: skip
-                check(path, n, updated, f"Hudi {args.hudi} record_index")
-                results[f"hudi {args.hudi} record_index"] = {"load_s": load_s, "upsert_s": upsert_s,
-                                                             "size": table_bytes(path)}  # fmt: skip
+                size, updated = table_bytes(path), 0
+                for batch, count in batches:
+                    upsert_s = java.call("write", path=str(path), input=str(batch),
+                                         options={**jopts, "hoodie.datasource.write.operation": "upsert"},
+                                         mode="append")["seconds"]  # fmt: skip
+                    updated += count
+                    check(path, n, updated, f"Hudi {args.hudi} record_index")
+                    results[f"hudi {args.hudi} record_index {count}"] = {
+                        "load_s": load_s, "upsert_s": upsert_s, "size": size
+                    }  # fmt: skip
                 shutil.rmtree(path)
-            reference = results.get("global_bloom")
             rows = []
             for name, r in results.items():
+                reference = results.get(f"global_bloom {name.rsplit(' ', 1)[1]}")
                 ratio_bytes = ratio_time = ""
                 if reference is not None and "tag_bytes" in r and r["tag_bytes"]:
                     ratio_bytes = f"{reference['tag_bytes'] / r['tag_bytes']:.1f}x"
@@ -277,10 +299,11 @@ def main() -> int:
                     "tag files": str(r.get("tag_files", "-")), "tag bytes vs global_bloom": ratio_bytes,
                     "upsert s": f"{r['upsert_s']:.1f}", "upsert vs global_bloom": ratio_time,
                 })  # fmt: skip
-            print(f"\n### {human_rows(n)} rows, upsert of {human_rows(updated)} keys\n")
+            print(f"\n### {human_rows(n)} rows (writer/index, keys upserted)\n")
             print(format_table(rows))
             shutil.rmtree(base)
-            shutil.rmtree(batch)
+            for batch, _ in batches:
+                shutil.rmtree(batch)
     if java is not None:
         java.close()
     return 0

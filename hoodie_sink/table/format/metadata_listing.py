@@ -47,16 +47,7 @@ Records = dict[str, MetadataRecord | None]  # key -> merged record (None: delete
 def read_files_partition(storage: Storage, data_timeline: Timeline) -> Records:
     """The merged records of the `files` partition: key -> record, as a reader sees them now."""
     mdt = metadata_storage(storage)
-    md_timeline = Timeline.load(mdt)
-    latest = latest_completed_time(md_timeline)
-    if latest is None:
-        raise HoodieTableError(
-            f"The metadata table of {storage.base_uri} has no completed instant. Help: write to the table "
-            "with hoodie.metadata.enable=true to rebuild it, or with false to remove it."
-        )
-    valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
-    committed = committed_in_metadata(md_timeline)  # and committed in the metadata table itself
-    valid = {t for t in valid if committed(t)}
+    md_timeline, valid, latest = reader_instants(storage, data_timeline)
     names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(FILES) if i.is_file]
     completed = {
         i.timestamp for i in md_timeline.instants if i.is_completed and i.action in (DELTA_COMMIT, COMMIT)
@@ -80,6 +71,21 @@ def read_files_partition(storage: Storage, data_timeline: Timeline) -> Records:
     except (CorruptHFile, CorruptLogBlock, CorruptMetadataRecord, ValueError) as e:
         raise HoodieTableError(f"Corrupt metadata table at {mdt.base_uri}: {e}") from e
     return {key: merge_slice(base.get(key), versions.get(key, ())) for key in base.keys() | versions.keys()}
+
+
+def reader_instants(storage: Storage, data_timeline: Timeline) -> tuple[Timeline, set[str], str]:
+    """The metadata timeline, the instants whose blocks a reader applies, and the latest completed
+    metadata instant (newer blocks are ignored): Java's log-scanner gate, for every partition."""
+    md_timeline = Timeline.load(metadata_storage(storage))
+    latest = latest_completed_time(md_timeline)
+    if latest is None:
+        raise HoodieTableError(
+            f"The metadata table of {storage.base_uri} has no completed instant. Help: write to the table "
+            "with hoodie.metadata.enable=true to rebuild it, or with false to remove it."
+        )
+    valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
+    committed = committed_in_metadata(md_timeline)  # and committed in the metadata table itself
+    return md_timeline, {t for t in valid if committed(t)}, latest
 
 
 def metadata_listing(

@@ -13,6 +13,8 @@ HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex at release-0.15.0).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,6 +38,18 @@ ENTRY_SCHEMA = pa.schema(
     [(KEY, pa.string()), (PARTITION, pa.string()), (FILE_ID, pa.string()), (INSTANT_MS, pa.int64())]
 )
 DELETED = "deleted"  # a layer's column: the key is removed (a DELETE block) rather than set
+
+
+@dataclass
+class RecordIndexChange:
+    """What one instant does to the record index: entries to set, keys to remove."""
+
+    upserts: pa.Table = field(default_factory=ENTRY_SCHEMA.empty_table)
+    deletes: pa.Array = field(default_factory=lambda: pa.array([], pa.string()))
+
+    @property
+    def empty(self) -> bool:
+        return self.upserts.num_rows == 0 and len(self.deletes) == 0
 
 
 def entries(keys: pa.Array, partitions: pa.Array, file_ids: pa.Array, instant_ms: int | pa.Array) -> pa.Table:
@@ -217,3 +231,16 @@ def merge_layers(layers: list[pa.Table]) -> pa.Table:
     newest = ordered.filter(pa.array(first))
     live = newest.filter(pc.invert(newest.column(DELETED)))
     return live.select(ENTRY_SCHEMA.names).cast(ENTRY_SCHEMA)
+
+
+def newest_per_key(table: pa.Table) -> pa.Table:
+    """One row per key: the one of the newest instant (a key stored twice: the insert operation
+    allows duplicates, and a partition-scoped index lets a key live in several partitions, which a
+    0.15 record index, global, cannot map: its newest copy is kept)."""
+    if table.num_rows < 2:
+        return table
+    ordered = table.sort_by([(KEY, "ascending"), (INSTANT_MS, "descending")])
+    keys = ordered.column(KEY).combine_chunks()
+    first = np.ones(len(keys), bool)
+    first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)).to_numpy(zero_copy_only=False)
+    return ordered.filter(pa.array(first))

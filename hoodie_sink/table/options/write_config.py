@@ -30,6 +30,7 @@ from hoodie_sink.table.format.write_operation import (
     UPSERT,
     WriteOperation,
 )
+from hoodie_sink.table.metadata.record_index_init import RecordIndexSizing
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 
@@ -525,8 +526,8 @@ MiB = 1024 * 1024
 # Hudi's writers give a new table a metadata table by default (hoodie.metadata.enable defaults to
 # true since 0.11), and so do ours: docs/design/metadata-table.md.
 NEW_TABLES_GET_A_METADATA_TABLE = True
-# Whether every write keeps the metadata table's record_index partition (issue 29, in progress)
-RECORD_INDEX_KEPT = False
+# index types whose keys are unique across partitions: the only ones a record index maps exactly
+GLOBAL_INDEX_TYPES = ("global_bloom", "global_simple", "record_index")
 
 
 @dataclass(frozen=True)
@@ -703,15 +704,27 @@ class WriteConfig:
             return self.metadata_enable
         return table_has_one or (new_table and NEW_TABLES_GET_A_METADATA_TABLE)
 
+    def record_index_sizing(self) -> RecordIndexSizing:
+        """The record index's file-group sizing (hoodie.metadata.record.index.*)."""
+        return RecordIndexSizing(
+            self.record_index_min_file_groups,
+            self.record_index_max_file_groups,
+            self.record_index_growth_factor,
+            self.record_index_max_file_group_bytes,
+        )
+
     @property
     def occ(self) -> bool:
         return self.concurrency_mode == OCC
 
     def _validate_record_index(self) -> None:
-        if self.record_index_enable and not RECORD_INDEX_KEPT:
+        if self.record_index_enable and self.index_type not in GLOBAL_INDEX_TYPES:
             raise HoodieConfigError(
-                "Option 'hoodie.metadata.record.index.enable'='true' is not supported yet: the record index "
-                "is not kept by every write (issue 29)."
+                f"Option 'hoodie.metadata.record.index.enable'='true' needs a global index, got "
+                f"hoodie.index.type={self.index_type.upper()}: with a partition-scoped index a key may live in "
+                "several partitions, which Hudi 0.15's record index (one location per key) cannot map, so "
+                "deleting one copy would drop the key from it (docs/design/metadata-table.md#record-index). "
+                "Help: set hoodie.index.type=GLOBAL_BLOOM."
             )
         if self.record_index_enable and self.metadata_enable is False:
             raise HoodieConfigError(

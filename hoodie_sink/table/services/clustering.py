@@ -70,6 +70,7 @@ from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
+from hoodie_sink.table.read.record_index_keys import commit_change
 from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.services.clustering_strategy import ClusteringConfig, plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
@@ -282,7 +283,8 @@ def _execute(
         extra_metadata={SCHEMA_KEY: avro},
         partition_to_replace_file_ids=_replaced_file_ids(groups),
     )
-    metadata_sync.on_commit(storage, instant, md)
+    rli = commit_change(storage, instant, md) if metadata_sync.keeps_record_index(storage) else None
+    metadata_sync.on_commit(storage, instant, md, rli)
     store.complete(inflight, md.to_bytes())
     delete_markers(storage, instant)
     result = ClusteringResult(

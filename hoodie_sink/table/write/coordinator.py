@@ -67,9 +67,11 @@ from hoodie_sink.table.index.protocol import Index
 from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.metadata.bootstrap import settle as settle_metadata_table
+from hoodie_sink.table.metadata.record_index_init import RecordIndexInit
 from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants
+from hoodie_sink.table.read.record_index_keys import commit_change, live_entries
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
 from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_scheduled
@@ -109,7 +111,8 @@ def begin(
         _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
     if keep_metadata:  # kept, built or repaired before our instant exists
-        settle_metadata_table(storage, timeline, True, cfg.metadata_compact_max_delta_commits)
+        rli = RecordIndexInit(cfg.record_index_sizing(), live_entries) if cfg.record_index_enable else None
+        settle_metadata_table(storage, timeline, True, cfg.metadata_compact_max_delta_commits, rli)
     if exists:  # a BUCKET write into a table that does not record its bucket layout
         table = settle_bucket_layout(storage, cfg, table, timeline)
     existing = latest_schema(storage, timeline, table) if exists else None
@@ -457,7 +460,10 @@ def _complete(
     )
     inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
     try:
-        metadata_sync.on_commit(storage, ctx.instant, md)  # before the data instant completes, never after
+        rli = commit_change(storage, ctx.instant, md) if metadata_sync.keeps_record_index(storage) else None
+        metadata_sync.on_commit(
+            storage, ctx.instant, md, rli
+        )  # before the data instant completes, never after
     except (OSError, HoodieCommitStateUnknown) as e:
         # Whatever became of the metadata table's deltacommit, the data instant is certainly not
         # complete: the write failed and may be undone (the rollback removes that deltacommit if it

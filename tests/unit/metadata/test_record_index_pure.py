@@ -86,14 +86,14 @@ def test_file_group_count_follows_hudis_estimate():
     assert record_index_file_groups(10**9, min_groups=4, max_groups=4) == 4
 
 
-def test_options_accept_the_sizing_and_refuse_the_rest(monkeypatch):
-    monkeypatch.setattr("hoodie_sink.table.options.write_config.RECORD_INDEX_KEPT", True)
+def test_options_accept_the_sizing_and_refuse_the_rest():
     cfg = WriteConfig.from_options(
         {
             "path": "/tmp/x",
             "hoodie.table.name": "t",
             "hoodie.datasource.write.recordkey.field": "id",
             "hoodie.metadata.record.index.enable": "true",
+            "hoodie.index.type": "GLOBAL_BLOOM",
             "hoodie.metadata.record.index.min.filegroup.count": "2",
             "hoodie.metadata.record.index.max.filegroup.count": "4",
             "hoodie.metadata.record.index.growth.factor": "1.5",
@@ -134,3 +134,15 @@ def test_blocks_round_trip_and_merge_newest_wins_deletes_drop():
     # a key deleted then inserted again comes back
     again = merge_layers([*layers, as_layer(_table(["a"], ["p"], [FID_A], T2), False)])
     assert "a" in again.column(KEY).to_pylist()
+
+
+def test_a_partition_scoped_index_is_refused_with_the_record_index():
+    with pytest.raises(HoodieConfigError, match="needs a global index"):
+        WriteConfig.from_options(
+            {
+                "path": "/tmp/x",
+                "hoodie.table.name": "t",
+                "hoodie.datasource.write.recordkey.field": "id",
+                "hoodie.metadata.record.index.enable": "true",
+            }
+        )

@@ -118,8 +118,13 @@ def _value(partition: str, file_id: str, instant_ms: int, file_name: str | None)
 
 
 def sorted_entries(table: pa.Table) -> pa.Table:
-    """Rows by key bytes (Arrow compares strings bytewise, as the HFile comparator does)."""
-    return table.take(pc.sort_indices(table.column(KEY)))
+    """Rows by key bytes (Arrow compares strings bytewise, as the HFile comparator does), one per
+    key: a key given twice keeps its newest instant's row (`newest_per_key`)."""
+    ordered = table.take(pc.sort_indices(table.column(KEY)))
+    keys = ordered.column(KEY).combine_chunks()
+    if len(keys) > 1 and pc.any(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py():
+        return newest_per_key(table)  # rare: the slow sort on two columns only then
+    return ordered
 
 
 def entries_hfile(table: pa.Table, file_name: str | None = None, *, base: bool = False) -> bytes:

@@ -19,7 +19,9 @@ for one process's memory needs the write tasks to build the file groups instead 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -39,7 +41,7 @@ from hoodie_sink.table.format.metadata_layout import (
 from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
 from hoodie_sink.table.format.metadata_slices import MetadataBaseFile
 from hoodie_sink.table.format.metadata_table import listed_partitions, metadata_storage
-from hoodie_sink.table.format.record_index import by_file_group, entries_hfile, newest_per_key
+from hoodie_sink.table.format.record_index import by_file_group, entries_hfile
 from hoodie_sink.table.format.timeline.instant import DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.metadata.data_properties import read_data_properties, set_listed_partitions
@@ -88,8 +90,8 @@ def initialize_record_index(storage: Storage, timeline: Timeline, init: RecordIn
     while md_timeline.states_of(instant):  # files was built at this <t0> too, with no write since
         offset += 1
         instant = init_instant(max(done, default=None), offset)
-    table = newest_per_key(init.read_entries(storage, timeline))
-    count = sizing.file_groups(table.num_rows)
+    table = init.read_entries(storage, timeline)  # a key given twice: entries_hfile keeps its newest
+    count = sizing.file_groups(table.num_rows)  # duplicates counted: Java counts its records too
     if mdt.is_dir(RECORD_INDEX):
         mdt.delete_dir(RECORD_INDEX)
     mdt.write_atomic(
@@ -101,10 +103,10 @@ def initialize_record_index(storage: Storage, timeline: Timeline, init: RecordIn
     store = TimelineStore(mdt, zone="UTC")
     requested = store.create_requested(instant, DELTA_COMMIT, time_checked_under_lock=True)
     inflight = store.transition_to_inflight(requested, inflight_workload_json(BULK_INSERT_PREPPED))
-    stats = [
-        _write_base_file(mdt, index, part, instant)
-        for index, part in sorted(by_file_group(table, count).items())
-    ]
+    groups = sorted(by_file_group(table, count).items())
+    # one HFile per file group, built in threads (gzip and Arrow release the GIL)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        stats = list(pool.map(lambda g: _write_base_file(mdt, g[0], g[1], instant), groups))
     md = CommitMetadata(
         operation_type=BULK_INSERT_PREPPED, write_stats=stats, extra_metadata={"schema": COMMIT_SCHEMA_JSON}
     )

@@ -37,7 +37,6 @@ from hoodie_sink.table.format.record_index import (
     RecordIndexChange,
     by_file_group,
     delete_block,
-    newest_per_key,
     upsert_block,
 )
 from hoodie_sink.table.format.timeline.instant import COMPLETED, DELTA_COMMIT, INFLIGHT, REQUESTED, Instant
@@ -120,7 +119,7 @@ def append_record_index(
     an HFILE_DATA block of the keys set, then a DELETE block of the keys removed
     (docs/hudi/metadata-table.md#record-index)."""
     layout = record_index_layout(mdt, timeline)
-    upserts = by_file_group(newest_per_key(change.upserts), layout.file_groups)
+    upserts = by_file_group(change.upserts, layout.file_groups)  # a key twice: the block keeps its newest
     deletes = by_file_group(pa.table({KEY: change.deletes}), layout.file_groups)
     stats = []
     for index in sorted(upserts.keys() | deletes.keys()):

@@ -70,7 +70,7 @@ from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
-from hoodie_sink.table.read.record_index_keys import commit_change
+from hoodie_sink.table.read.record_index_change import commit_change
 from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.services.clustering_strategy import ClusteringConfig, plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction

@@ -71,7 +71,8 @@ from hoodie_sink.table.metadata.record_index_init import RecordIndexInit
 from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants
-from hoodie_sink.table.read.record_index_keys import commit_change, live_entries
+from hoodie_sink.table.read.record_index_change import commit_change
+from hoodie_sink.table.read.record_index_keys import live_entries
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
 from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_scheduled
@@ -424,15 +425,22 @@ def _check_options_against_input(
 
 
 def complete(
-    ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
+    ctx: WriteContext,
+    stats: list[WriteStat],
+    extra_metadata: dict[str, str] | None = None,
+    record_index_logs: list[str] | None = None,
 ) -> CommitMetadata:
-    """Finish the write: drop unreported files, then publish the commit atomically."""
+    """Finish the write: drop unreported files, then publish the commit atomically.
+    `record_index_logs`: the tasks' record-index changes (read/record_index_change.py)."""
     with table_lock(ctx.config):  # optimistic concurrency control: the check and the publication
-        return _complete(ctx, stats, extra_metadata)
+        return _complete(ctx, stats, extra_metadata, record_index_logs or [])
 
 
 def _complete(
-    ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
+    ctx: WriteContext,
+    stats: list[WriteStat],
+    extra_metadata: dict[str, str] | None = None,
+    record_index_logs: list[str] | None = None,
 ) -> CommitMetadata:
     storage = ctx.storage
     timeline = None
@@ -460,7 +468,8 @@ def _complete(
     )
     inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
     try:
-        rli = commit_change(storage, ctx.instant, md) if metadata_sync.keeps_record_index(storage) else None
+        keeps = metadata_sync.keeps_record_index(storage)
+        rli = commit_change(storage, ctx.instant, md, record_index_logs or []) if keeps else None
         metadata_sync.on_commit(
             storage, ctx.instant, md, rli
         )  # before the data instant completes, never after

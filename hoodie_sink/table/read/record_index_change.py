@@ -49,23 +49,42 @@ PreviousKeys = dict[tuple[str, str], str]  # (partition, file id) -> base file p
 
 
 def task_change(
-    storage: Storage, instant: str, token: str, stats: list[WriteStat], previous: PreviousKeys
+    storage: Storage,
+    instant: str,
+    token: str,
+    stats: list[WriteStat],
+    previous: PreviousKeys,
+    clustering: bool = False,
 ) -> str | None:
-    """Step 1, in a write task: the changes of the files in `stats` whose replaced slice is known
-    (`previous`: base files without logs as the write began), written to the work folder; its path."""
+    """Step 1, in a write (or clustering) task: the changes of the files in `stats` whose replaced
+    slice is known (`previous`: base files without logs as the write began), written to the work
+    folder (`task_logs_dir`); its path."""
     parts = []
     for stat in stats:
-        if _is_log(stat) or stat.prev_commit in ("", "null", None):
-            parts.append(file_change(storage, instant, stat, None, False))
+        if _is_log(stat) or stat.prev_commit in ("", "null", None) or clustering:
+            parts.append(file_change(storage, instant, stat, None, clustering))
         elif (stat.partition_path, stat.file_id) in previous:
             before = base_file_keys(storage, previous[(stat.partition_path, stat.file_id)])
             parts.append(file_change(storage, instant, stat, before, False))
     if not parts:
         return None
-    rel = f"{work_dir(instant)}/record_index/{token}.parquet"
+    rel = f"{task_logs_dir(instant)}/{token}.parquet"
     with storage.open_output(rel) as out:
         pq.write_table(pa.concat_tables(parts), out, compression="lz4")
     return rel
+
+
+def task_logs_dir(instant: str) -> str:
+    return f"{work_dir(instant)}/record_index"
+
+
+def task_logs(storage: Storage, instant: str) -> list[str]:
+    """Every task change log of `instant` (a clustering's: its runner returns write stats only;
+    logs of failed attempts name files the commit does not keep, and are filtered out)."""
+    folder = task_logs_dir(instant)
+    if not storage.is_dir(folder):
+        return []
+    return sorted(f"{folder}/{i.base_name}" for i in storage.list_dir(folder) if i.is_file)
 
 
 def commit_change(

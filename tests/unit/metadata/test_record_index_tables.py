@@ -147,3 +147,33 @@ def test_file_groups_follow_the_sizing_options(tmp_path):
     assert record_index_layout(mdt, Timeline.load(mdt)).file_groups == 2
     got = read_record_index(Storage(path), ActiveTimeline.load(Storage(path)))
     assert sorted(pc.unique(got.column("key")).to_pylist()) == [f"k{i:05d}" for i in range(14)]
+
+
+def test_clustering_re_points_every_key_it_moves(tmp_path, caplog):
+    import logging
+
+    import hoodie_sink
+
+    path = str(tmp_path / "t")
+    rli = {"hoodie.metadata.enable": "true", "hoodie.metadata.record.index.enable": "true"}
+    for i in range(4):  # four small file groups in partition a
+        _write(path, _rows(range(i * 10, i * 10 + 10)), "bulk_insert", **rli)
+    storage = Storage(path)
+    before = _locations(read_record_index(storage, ActiveTimeline.load(storage)))
+    options = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.index.type": "GLOBAL_BLOOM",
+        "hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30),
+        **rli,
+    }
+    with caplog.at_level(logging.INFO, logger="hoodie_sink.table.read.record_index_change"):
+        result = hoodie_sink.cluster(path, options)
+    assert result is not None and result.output_files >= 1
+    after = _locations(read_record_index(storage, ActiveTimeline.load(storage)))
+    assert after.keys() == before.keys() and len(after) == 40
+    assert not set(after.values()) & set(before.values())  # every key in a new file group
+    assert record_index_mismatches(storage, ActiveTimeline.load(storage)) == []
+    assert "0 at the commit" in caplog.text  # the clustering tasks read their files, not the commit

@@ -16,7 +16,9 @@ back from the files, by key column (read/record_index_keys.file_change), in two 
    (insert_overwrite), and settles keys both removed and set (moved: set) or removed but still
    present in a base file of the commit (a duplicate copy went: the index points at the one that
    stays; found through the new files' key ranges and bloom filters, then their key columns).
-Compaction changes nothing.  Updates in place are set again (same location, this instant's time).
+Compaction changes nothing.  An update in place rewritten into a base file sets nothing (its key was
+in the slice the file replaces), as Java's; one appended to a log file is set again (same location,
+this instant's time; telling it from an insert would need the slice merged).
 The work grows with the write, and its bulk (reading what the tasks wrote) runs in the tasks.
 """
 

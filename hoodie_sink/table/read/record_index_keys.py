@@ -75,18 +75,22 @@ def file_change(
     storage: Storage, instant: str, stat: WriteStat, previous: pa.Array | None, clustering: bool
 ) -> pa.Table:
     """The record-index change of the file `stat` names: keys set at its location (removed=False)
-    and keys removed (removed=True).  A base file sets the keys written at `instant` (every key for
-    clustering, which moves them all) and removes the keys of `previous` (the keys of the slice it
-    replaces; empty for a new file group) that it lacks; a log file sets the keys of its data blocks
-    of `instant` and removes those of its delete blocks.  A first row with a null key marks the
+    and keys removed (removed=True).  A base file sets the keys written at `instant` that the slice
+    it replaces lacked (`previous`, its keys; empty for a new file group; every key for clustering,
+    which moves them all) and removes the keys of `previous` that it lacks; a log file sets the keys
+    of its data blocks of `instant` (updates in place too: which were there needs the slice merged)
+    and removes those of its delete blocks.  A first row with a null key marks the
     path as done, so a commit can tell a file without changes from one nobody looked at."""
     name = stat.path.rsplit("/", 1)[-1]
     if name.startswith(".") and ".log." in name:
         set_keys, gone = _log_keys(storage, stat.path, instant)
     else:
         keys, times = _base_keys(storage, stat.path)
+        before = previous if previous is not None else pa.array([], pa.string())
         set_keys = keys if clustering else keys.filter(pc.equal(times, instant))
-        gone = _missing(previous if previous is not None else pa.array([], pa.string()), keys)
+        # an update in place (the key was in the slice this file replaces) sets nothing, as Java's
+        set_keys = _missing(set_keys, before)
+        gone = _missing(before, keys)
     n_set, n_gone = len(set_keys), len(gone)
     keys_col = pa.concat_arrays([pa.nulls(1, pa.string()), set_keys, gone])
     n = 1 + n_set + n_gone

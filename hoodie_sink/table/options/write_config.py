@@ -726,6 +726,11 @@ class WriteConfig:
                 "deleting one copy would drop the key from it (docs/design/metadata-table.md#record-index). "
                 "Help: set hoodie.index.type=GLOBAL_BLOOM."
             )
+        if self.record_index_enable and not self.populate_meta_fields:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.record.index.enable'='true' is not supported with "
+                "hoodie.populate.meta.fields=false: the record index is read from the stored record keys."
+            )
         if self.record_index_enable and self.metadata_enable is False:
             raise HoodieConfigError(
                 "Option 'hoodie.metadata.record.index.enable'='true' needs the metadata table: "

@@ -146,3 +146,17 @@ def test_a_partition_scoped_index_is_refused_with_the_record_index():
                 "hoodie.metadata.record.index.enable": "true",
             }
         )
+
+
+def test_virtual_keys_are_refused_with_the_record_index():
+    with pytest.raises(HoodieConfigError, match="populate.meta.fields=false"):
+        WriteConfig.from_options(
+            {
+                "path": "/tmp/x",
+                "hoodie.table.name": "t",
+                "hoodie.datasource.write.recordkey.field": "id",
+                "hoodie.index.type": "GLOBAL_BLOOM",
+                "hoodie.populate.meta.fields": "false",
+                "hoodie.metadata.record.index.enable": "true",
+            }
+        )

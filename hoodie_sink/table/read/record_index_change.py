@@ -34,7 +34,7 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat
 from hoodie_sink.table.format.markers import work_dir
 from hoodie_sink.table.format.metadata_records import instant_epoch_ms
 from hoodie_sink.table.format.record_index import ENTRY_SCHEMA, KEY, RecordIndexChange, entries
-from hoodie_sink.table.index.key_index import read_footer
+from hoodie_sink.table.index.key_index import cached_footer, read_footer
 from hoodie_sink.table.read.record_index_keys import (
     CHANGE_SCHEMA,
     RECORD_KEY,
@@ -135,7 +135,38 @@ def _settled(
         copies = _still_present(storage, md, gone, ms)
         upserts = pa.concat_tables([upserts, copies])
         gone = gone.filter(pc.invert(pc.is_in(gone, copies.column(KEY))))
+    if len(gone):
+        copies = _live_elsewhere(storage, md, gone, ms)
+        upserts = pa.concat_tables([upserts, copies])
+        gone = gone.filter(pc.invert(pc.is_in(gone, copies.column(KEY))))
     return RecordIndexChange(upserts, gone)
+
+
+def _live_elsewhere(storage: Storage, md: CommitMetadata, gone: pa.Array, ms: int) -> pa.Table:
+    """Removed keys still stored in a file group this commit left alone: a key stored twice (the
+    insert operation does not look for it elsewhere) whose other copy an insert_overwrite or a delete
+    removed; the index then points at the copy that stays.  Candidates by each base file's key range
+    and bloom filter (cached footers, as the global index reads them), confirmed by its key column:
+    the cost of a global bloom lookup of the removed keys.  Keys only in merge-on-read log files are
+    not looked for (docs/design/metadata-table.md#record-index)."""
+    touched = {(s.partition_path, s.file_id) for s in md.write_stats}
+    touched |= {(p, f) for p, ids in (md.partition_to_replace_file_ids or {}).items() for f in ids}
+    found = []
+    lo, hi = (v.as_py() for v in pc.min_max(gone).values())
+    for bf in Snapshot.open(storage).base_files():
+        if (bf.partition_path, bf.file_id) in touched:
+            continue
+        footer = cached_footer(storage, bf.path)
+        if footer.range_usable and (footer.max_key < lo or footer.min_key > hi):
+            continue
+        bloom = footer.bloom((storage.base_uri, bf.path))
+        candidates = gone if bloom is None else gone.filter(pa.array(bloom.might_contain(gone)))
+        if not len(candidates):
+            continue
+        present = candidates.filter(pc.is_in(candidates, base_file_keys(storage, bf.path)))
+        if len(present):
+            found.append(located(present, bf.partition_path, bf.file_id, ms))
+    return pa.concat_tables(found) if found else ENTRY_SCHEMA.empty_table()
 
 
 def _still_present(storage: Storage, md: CommitMetadata, gone: pa.Array, ms: int) -> pa.Table:

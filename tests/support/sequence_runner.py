@@ -45,6 +45,7 @@ class Combination:
     index: str  # bloom, global_bloom, bucket
     move: bool = False  # hoodie.bloom.index.update.partition.path (GLOBAL_BLOOM)
     metadata: bool = False  # hoodie.metadata.enable: Hudi's metadata table kept, listings read from it
+    record_index: bool = False  # hoodie.metadata.record.index.enable: its record_index partition kept too
 
     @property
     def mor(self) -> bool:
@@ -52,7 +53,8 @@ class Combination:
 
     def __str__(self) -> str:
         move, metadata = "-move" if self.move else "", "-mdt" if self.metadata else ""
-        return f"{'mor' if self.mor else 'cow'}-{self.index}{move}{metadata}"
+        rli = "-rli" if self.record_index else ""
+        return f"{'mor' if self.mor else 'cow'}-{self.index}{move}{metadata}{rli}"
 
 
 COMBINATIONS = [
@@ -66,6 +68,14 @@ METADATA_COMBINATIONS = [
     Combination(t, i, m, metadata=True)
     for t in ("COPY_ON_WRITE", "MERGE_ON_READ")
     for i, m in (("bloom", False), ("global_bloom", True), ("bucket", False))
+]
+
+# with the record index kept as well (issue 29): a global index with and without partition moves
+# (a partition-scoped index is refused with the record index: options/write_config.py), both table types
+RECORD_INDEX_COMBINATIONS = [
+    Combination(t, i, m, metadata=True, record_index=True)
+    for t in ("COPY_ON_WRITE", "MERGE_ON_READ")
+    for i, m in (("global_bloom", True), ("global_bloom", False))
 ]
 
 
@@ -107,6 +117,12 @@ class SequenceRun:
             self.options |= {
                 "hoodie.metadata.enable": "true",
                 "hoodie.metadata.compact.max.delta.commits": "3",
+            }
+        if self.combo.record_index:
+            self.options |= {
+                "hoodie.metadata.record.index.enable": "true",
+                "hoodie.metadata.record.index.min.filegroup.count": "3",  # keys spread over groups
+                "hoodie.metadata.record.index.max.filegroup.count": "3",
             }
         self.cfg = WriteConfig.from_options(self.options, path=self.path)
         self.storage = Storage(self.path)
@@ -222,7 +238,7 @@ class SequenceRun:
     def check(self, every_instant: bool) -> None:
         model = self.model
         if self.combo.metadata:  # the metadata table lists what storage holds, every step
-            found = [v for v in validate_table(self.storage) if v.check == "metadata-table"]
+            found = [v for v in validate_table(self.storage) if v.check in ("metadata-table", "record-index")]
             assert not found, f"the metadata table differs from storage: {found[:5]}"
         theirs, ours = read_both(self.path)  # hudi-rs and ours agree, meta columns included
         snap = model.snapshot()

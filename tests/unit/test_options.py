@@ -81,7 +81,7 @@ ACCEPTED = {
 }
 
 REFUSED = {
-    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.record.index.max.parallelism": "8",
     "hoodie.metadata.index.column.stats.enable": "true",
     "hoodie.datasource.hive_sync.enable": "true",
     "hoodie.datasource.write.reconcile.schema": "true",

@@ -18,7 +18,12 @@ import os
 
 import pytest
 
-from tests.support.sequence_runner import COMBINATIONS, METADATA_COMBINATIONS, SequenceRun
+from tests.support.sequence_runner import (
+    COMBINATIONS,
+    METADATA_COMBINATIONS,
+    RECORD_INDEX_COMBINATIONS,
+    SequenceRun,
+)
 
 # Open items of issue 25 the sequences would hit today.  Each switch leaves out only the step (in
 # the combinations) that meets the gap; remove it when its item is fixed.  The model never bends.
@@ -43,4 +48,15 @@ def test_random_sequences_match_the_model(tmp_path, combo, seed):
 def test_random_sequences_with_the_metadata_table_match_the_model(tmp_path, combo, seed):
     """The same sequences with Hudi's metadata table kept: every read lists through it, and after
     every step it lists what storage holds (tests/support/sequence_runner.py, check)."""
+    SequenceRun(str(tmp_path / "t"), combo, seed, frozenset(KNOWN_GAPS.keys() - CHECKED)).run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("combo", RECORD_INDEX_COMBINATIONS, ids=str)
+def test_random_sequences_with_the_record_index_match_the_model(tmp_path, combo, seed):
+    """The same sequences with the metadata table's record index kept (issue 29): after every step
+    its merged entries are the live keys at their partitions and file groups (validation's
+    record-index check), through inserts, updates, deletes, partition moves, compaction,
+    clustering, cleaning, archival, savepoint and restore, and a killed write."""
     SequenceRun(str(tmp_path / "t"), combo, seed, frozenset(KNOWN_GAPS.keys() - CHECKED)).run()

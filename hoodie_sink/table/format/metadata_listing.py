@@ -59,14 +59,7 @@ def read_partition(storage: Storage, data_timeline: Timeline, partition: str) ->
     reader sees them now); None when the partition has no file.  For the small partitions
     (`files`, `column_stats`): a Python object per record."""
     mdt = metadata_storage(storage)
-    md_timeline = Timeline.load(mdt)
-    latest = latest_completed_time(md_timeline)
-    if latest is None:
-        raise HoodieTableError(
-            f"The metadata table of {storage.base_uri} has no completed instant. Help: write to the table "
-            "with hoodie.metadata.enable=true to rebuild it, or with false to remove it."
-        )
-    valid = trusted_instants(storage, data_timeline, md_timeline)
+    md_timeline, valid, latest = reader_instants(storage, data_timeline)
     names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(partition) if i.is_file]
     completed = committed_base_instants(md_timeline, names)
     out: Records = {}
@@ -109,12 +102,19 @@ def _file_ids(partition: str, names: list[tuple[str, int]]) -> list[str]:
     return sorted(ids)
 
 
-def trusted_instants(storage: Storage, data_timeline: Timeline, md_timeline: Timeline) -> set[str]:
-    """The instants whose log blocks a reader applies: valid for the data timeline and committed
-    in the metadata table itself (format/metadata_instants.py)."""
+def reader_instants(storage: Storage, data_timeline: Timeline) -> tuple[Timeline, set[str], str]:
+    """The metadata timeline, the instants whose blocks a reader applies, and the latest completed
+    metadata instant (newer blocks are ignored): Java's log-scanner gate, for every partition."""
+    md_timeline = Timeline.load(metadata_storage(storage))
+    latest = latest_completed_time(md_timeline)
+    if latest is None:
+        raise HoodieTableError(
+            f"The metadata table of {storage.base_uri} has no completed instant. Help: write to the table "
+            "with hoodie.metadata.enable=true to rebuild it, or with false to remove it."
+        )
     valid = valid_instants(data_timeline, md_timeline, lambda i: _rolled_back_by(storage, i))
-    committed = committed_in_metadata(md_timeline)
-    return {t for t in valid if committed(t)}
+    committed = committed_in_metadata(md_timeline)  # and committed in the metadata table itself
+    return md_timeline, {t for t in valid if committed(t)}, latest
 
 
 def metadata_listing(

@@ -73,6 +73,10 @@ def latest_slice(
     """The latest slice of `file_id` from the names (and sizes) in its partition folder.
     `completed`: the completed instant times of the metadata timeline (deltacommits and compaction
     commits).  None when the file group has no file at all (its partition was never initialised)."""
+    # a base file older than the active timeline's first completed instant was written by a
+    # compaction since archived (Java's containsOrBeforeTimelineStarts): a record-index file group
+    # without keys gets no base file at later compactions, so its latest one can be that old
+    first = min(completed, default="")
     bases = []
     logs = []
     for name, size in names:
@@ -82,7 +86,7 @@ def latest_slice(
                 logs.append(lf)
         else:
             bf = MetadataBaseFile.parse(name, size)
-            if bf is not None and bf.file_id == file_id and bf.instant in completed:
+            if bf is not None and bf.file_id == file_id and (bf.instant in completed or bf.instant < first):
                 bases.append(bf)
     base = max(bases, key=lambda b: b.instant, default=None)
     if base is not None:

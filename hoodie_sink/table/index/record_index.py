@@ -12,8 +12,9 @@ and the write is refused rather than tagged wrong.  Stored values (the ordering 
 index compares before moving a record) are read from the data file the index points at, as
 GLOBAL_BLOOM reads them (key_index.KeyIndex.stored_values).
 
-Until hoodie_sink's writes keep the record index up to date (issue 29 item 1), a write with it
-would leave it stale: `check_usable` refuses such writes with the options that work.
+Every write of ours keeps the record index (metadata/record_index_init.py builds it, the write
+tasks gather each commit's change: read/record_index_change.py); `check_usable` refuses a
+RECORD_INDEX write that would not keep it.
 """
 
 from __future__ import annotations
@@ -28,39 +29,27 @@ from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.arrow_util import as_strings
 from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.keygen import KeyGenerator
-from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
-from hoodie_sink.table.format.metadata_table import listed_partitions
 from hoodie_sink.table.index.key_index import KeyIndex, Locations, TagResult
 from hoodie_sink.table.index.record_index_files import RecordIndexFiles, load_record_index_files
 from hoodie_sink.table.index.record_index_lookup import look_up
 from hoodie_sink.table.storage import Storage
 
-# Set by the write side (issue 29 item 1) once every write of ours updates the record index
-# (inserts, deletes, moves, compaction, clustering, rollback) and keeps the partition listed.
-WRITES_MAINTAIN_RECORD_INDEX = False
 
-
-def check_usable(table_uri: str, table_properties: dict[str, str] | None, keeps_metadata: bool) -> None:
-    """Refuse a RECORD_INDEX write that the table or this build cannot serve (before anything
-    is written)."""
+def check_usable(table_uri: str, record_index_enabled: bool, keeps_metadata: bool) -> None:
+    """Refuse a RECORD_INDEX write whose record index would not be kept (before anything is
+    written).  With hoodie.metadata.record.index.enable=true the write builds the partition if the
+    table has none yet (metadata/record_index_init.py) and every write keeps it."""
     options = "hoodie.index.type=RECORD_INDEX"
-    if table_properties is None or RECORD_INDEX not in listed_partitions(table_properties):
-        raise HoodieConfigError(
-            f"Option {options}: table {table_uri} has no record index (its hoodie.properties does not list "
-            f"'{RECORD_INDEX}' in hoodie.table.metadata.partitions), and hoodie_sink does not build one yet. "
-            "Help: use hoodie.index.type=GLOBAL_BLOOM, or build the record index with Apache Hudi "
-            "(hoodie.metadata.enable=true, hoodie.metadata.record.index.enable=true)."
-        )
     if not keeps_metadata:
         raise HoodieConfigError(
             f"Options {options} and hoodie.metadata.enable=false on {table_uri}: the write would remove the "
             "metadata table the record index lives in. Help: set hoodie.metadata.enable=true."
         )
-    if not WRITES_MAINTAIN_RECORD_INDEX:
+    if not record_index_enabled:
         raise HoodieConfigError(
-            f"Option {options} on {table_uri}: hoodie_sink's writes do not keep the record index up to date "
-            "yet, so it would go stale for the next writer. Help: use hoodie.index.type=GLOBAL_BLOOM (same "
-            "global semantics), or write with Apache Hudi."
+            f"Option {options} on {table_uri} needs hoodie.metadata.record.index.enable=true: without it the "
+            "record index is not kept (Hudi 0.15 would fall back to a GLOBAL_SIMPLE look-up instead). "
+            "Help: set hoodie.metadata.record.index.enable=true, or use hoodie.index.type=GLOBAL_BLOOM."
         )
 
 

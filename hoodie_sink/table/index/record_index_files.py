@@ -5,7 +5,7 @@ The `record_index` partition of the metadata table has N file groups `record-ind
 (N fixed when it was built: Java uses the number of existing file groups, HoodieBackedTableMetadataWriter
 `prepRecords`); a key lives in file group `|String.hashCode(key)| % N`.  Each file group is read
 as its latest slice (format/metadata_slices.py), and a log block counts only if its instant is
-trusted as Java's log scanner trusts it (format/metadata_listing.trusted_instants), is not newer
+trusted as Java's log scanner trusts it (format/metadata_listing.reader_instants), is not newer
 than the latest completed metadata instant and is not undone by a rollback command block.
 
 A `RecordIndexFiles` is a snapshot of plain values: picklable, built once per look-up task.
@@ -17,10 +17,9 @@ import re
 from dataclasses import dataclass
 
 from hoodie_sink.errors import HoodieTableError
-from hoodie_sink.table.format.metadata_instants import latest_completed_time
 from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
-from hoodie_sink.table.format.metadata_listing import trusted_instants
+from hoodie_sink.table.format.metadata_listing import reader_instants
 from hoodie_sink.table.format.metadata_slices import committed_base_instants, latest_slice
 from hoodie_sink.table.format.metadata_table import listed_partitions, metadata_storage
 from hoodie_sink.table.format.timeline.timeline import Timeline
@@ -71,12 +70,8 @@ def load_record_index_files(storage: Storage, data_timeline: Timeline | None = N
     if RECORD_INDEX not in listed_partitions(read_data_properties(storage)):
         raise not_listed_error(storage.base_uri)
     mdt = metadata_storage(storage)
-    md_timeline = Timeline.load(mdt)
-    latest = latest_completed_time(md_timeline)
-    if latest is None:
-        raise HoodieTableError(f"The metadata table of {storage.base_uri} has no completed instant.")
     data = data_timeline if data_timeline is not None else Timeline.load(storage)
-    trusted = trusted_instants(storage, data, md_timeline)
+    md_timeline, trusted, latest = reader_instants(storage, data)
     names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(RECORD_INDEX) if i.is_file]
     indexes = sorted({int(m.group(2)) for name, _ in names if (m := _FILE_ID.match(name))})
     if not indexes or indexes != list(range(len(indexes))):

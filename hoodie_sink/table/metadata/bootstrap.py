@@ -21,6 +21,7 @@ import logging
 from hoodie_sink.table.format.commit_metadata import CommitMetadata, inflight_workload_json
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE
 from hoodie_sink.table.format.fs_view import list_storage_files
+from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import (
     DEFAULT_WRITE_TOKEN,
     init_instant,
@@ -43,6 +44,7 @@ from hoodie_sink.table.metadata.cleaning import clean_if_due
 from hoodie_sink.table.metadata.compaction import DEFAULT_MAX_DELTA_COMMITS, compact_if_due
 from hoodie_sink.table.metadata.data_properties import read_data_properties, set_listed_partitions
 from hoodie_sink.table.metadata.files_change import FilesChange
+from hoodie_sink.table.metadata.record_index_init import RecordIndexInit, initialize_record_index
 from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.metadata.writer import FILES_FILE_ID, append_block, metadata_lock
 from hoodie_sink.table.storage import Storage
@@ -51,11 +53,15 @@ log = logging.getLogger(__name__)
 BULK_INSERT_PREPPED = "BULK_INSERT_PREPPED"
 
 
-def initialize(storage: Storage, timeline: Timeline) -> bool:
-    """Build the metadata table of the table at `storage` from a listing, unless a data instant is
-    pending.  `timeline`: the data timeline just loaded.  Whether it was built."""
+def initialize(storage: Storage, timeline: Timeline, record_index: RecordIndexInit | None = None) -> bool:
+    """Build the metadata table of the table at `storage` from a listing (and its record index,
+    with `record_index`), unless a data instant is pending.  `timeline`: the data timeline just
+    loaded.  Whether it was built."""
     with metadata_lock(storage):
-        return _initialize(storage, timeline)
+        built = _initialize(storage, timeline)
+        if built and record_index is not None:
+            initialize_record_index(storage, timeline, record_index, 1)
+        return built
 
 
 def _initialize(storage: Storage, timeline: Timeline) -> bool:
@@ -123,13 +129,20 @@ def _committed_files(storage: Storage, timeline: Timeline) -> FilesChange:
 
 
 def settle(
-    storage: Storage, timeline: Timeline, enabled: bool, compact_after: int = DEFAULT_MAX_DELTA_COMMITS
+    storage: Storage,
+    timeline: Timeline,
+    enabled: bool,
+    compact_after: int = DEFAULT_MAX_DELTA_COMMITS,
+    record_index: RecordIndexInit | None = None,
 ) -> None:
     """Before a write of ours begins (after failed writes are rolled back, before its instant
     exists): keep the metadata table, build it, or remove it.
     - `enabled` and a trusted metadata table: partitions we do not keep (column_stats,
-      bloom_filters, record_index) are dropped, as Java drops a disabled partition;
+      bloom_filters, and record_index unless `record_index` is given) are dropped, as Java drops a
+      disabled partition;
     - `enabled` and none, or one without a completed instant (Java's `isBootstrapNeeded`): built;
+    - `record_index` (its sizing and key reader) and no record_index partition: built (metadata/record_index_init.py)
+      when no data instant is pending, else the next write builds it;
     - not `enabled`: removed (metadata/removal.py).
     Then its compaction runs if due (metadata/compaction.py), and after a compaction its clean
     (metadata/cleaning.py), as Java's writers run the metadata table's services at the start of a
@@ -140,22 +153,36 @@ def settle(
         return
     with metadata_lock(storage):
         listed = listed_partitions(props)
+        kept = [FILES_PARTITION, RECORD_INDEX] if record_index is not None else [FILES_PARTITION]
         md_timeline = _metadata_timeline(storage) if FILES_PARTITION in listed else None
+        offset = 0  # of the record index's initialisation instant among those built now
         if md_timeline is not None and any(i.is_completed for i in md_timeline.instants):
-            if listed != [FILES_PARTITION]:
-                drop_unkept_partitions(storage, [p for p in listed if p != FILES_PARTITION])
+            unkept = [p for p in listed if p not in kept]
+            if unkept:
+                drop_unkept_partitions(storage, unkept, [p for p in listed if p in kept])
         elif not _initialize(storage, timeline):
             return
         else:
             md_timeline = None  # built anew: its timeline is loaded again
+            offset = 1
+            listed = [FILES_PARTITION]
+        if record_index is not None and RECORD_INDEX not in listed:
+            if timeline.pending():
+                log.info(
+                    "hoodie: record index of %s not built now: instant %s is pending (the next write builds it)",
+                    storage.base_uri, timeline.pending()[0].timestamp,
+                )  # fmt: skip
+            else:
+                initialize_record_index(storage, timeline, record_index, offset)
+                md_timeline = None
         if compact_if_due(storage, timeline, compact_after, md_timeline) is not None:
             clean_if_due(storage)
 
 
-def drop_unkept_partitions(storage: Storage, partitions: list[str]) -> None:
+def drop_unkept_partitions(storage: Storage, partitions: list[str], kept: list[str] | None = None) -> None:
     """Unlist, then delete, metadata partitions we do not keep (Java's deleteMetadataTablePartition
     order: the properties first, so no reader trusts a partition that is being deleted)."""
-    set_listed_partitions(storage, [FILES_PARTITION])
+    set_listed_partitions(storage, kept or [FILES_PARTITION])
     mdt = metadata_storage(storage)
     for partition in partitions:
         if mdt.is_dir(partition):

@@ -20,7 +20,7 @@ import time
 
 from hoodie_sink.table.format.clean_metadata import CleanerPlan, encode_clean_metadata, encode_cleaner_plan
 from hoodie_sink.table.format.file_group import LogFile
-from hoodie_sink.table.format.metadata_keys import FILES
+from hoodie_sink.table.format.metadata_keys import FILES, RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import CLEAN_SUFFIX
 from hoodie_sink.table.format.metadata_slices import MetadataBaseFile
 from hoodie_sink.table.format.metadata_table import metadata_storage
@@ -42,13 +42,17 @@ def clean_if_due(storage: Storage) -> str | None:
     if len(compactions) < 2 or not deltacommits:
         return None
     keep_from = compactions[-2]
-    stale = sorted(_older_slices(mdt, keep_from))
+    stale = sorted(p for partition in (FILES, RECORD_INDEX) for p in _older_slices(mdt, partition, keep_from))
     if not stale:
         return None
     instant = deltacommits[-1] + CLEAN_SUFFIX
     if timeline.states_of(instant):
         return None  # cleaned at this point already (a redo finds the files gone next time)
-    plan = CleanerPlan(KEEP_LATEST_COMMITS, (keep_from, COMMIT), deltacommits[-1], {FILES: tuple(stale)})
+    per_partition: dict[str, tuple[str, ...]] = {}
+    for rel in stale:
+        partition = rel.split("/", 1)[0]
+        per_partition[partition] = (*per_partition.get(partition, ()), rel)
+    plan = CleanerPlan(KEEP_LATEST_COMMITS, (keep_from, COMMIT), deltacommits[-1], per_partition)
     store = TimelineStore(mdt, zone="UTC")
     started = time.monotonic()
     content = encode_cleaner_plan(plan, mdt.base_uri)
@@ -64,19 +68,22 @@ def clean_if_due(storage: Storage) -> str | None:
     return instant
 
 
-def _older_slices(mdt: Storage, keep_from: str) -> list[str]:
+def _older_slices(mdt: Storage, partition: str, keep_from: str) -> list[str]:
     """Paths of the base files and log files of slices whose base instant is older than `keep_from`
-    (the placeholder log of the initialisation included, once a compaction has superseded it)."""
-    out = []
-    for info in mdt.list_dir(FILES):
+    (the placeholder log of the initialisation included, once a compaction has superseded it), in
+    `partition` (files, record_index: every file group of both is compacted at each compaction)."""
+    out: list[str] = []
+    if not mdt.is_dir(partition):
+        return out
+    for info in mdt.list_dir(partition):
         if not info.is_file:
             continue
         name = info.base_name
         base = MetadataBaseFile.parse(name)
-        log_file = LogFile.parse(FILES, name) if name.startswith(".") else None
+        log_file = LogFile.parse(partition, name) if name.startswith(".") else None
         instant = (
             base.instant if base is not None else log_file.base_instant if log_file is not None else None
         )
         if instant is not None and instant < keep_from:
-            out.append(f"{FILES}/{name}")
+            out.append(f"{partition}/{name}")
     return out

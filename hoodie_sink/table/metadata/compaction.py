@@ -26,11 +26,14 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat
 from hoodie_sink.table.format.compaction_plan import CompactionOperation, encode_compaction_plan
 from hoodie_sink.table.format.metadata_blocks import metadata_hfile
 from hoodie_sink.table.format.metadata_instants import latest_compaction_time
-from hoodie_sink.table.format.metadata_listing import FILES_FILE_ID, read_files_partition
+from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
+from hoodie_sink.table.format.metadata_listing import FILES_FILE_ID, read_files_partition, reader_instants
+from hoodie_sink.table.format.metadata_record_index import read_slice, record_index_layout
 from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
-from hoodie_sink.table.format.metadata_slices import MetadataBaseFile
+from hoodie_sink.table.format.metadata_slices import MetadataBaseFile, MetadataSlice
 from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
+from hoodie_sink.table.format.record_index import entries_hfile
 from hoodie_sink.table.format.timeline.instant import (
     COMMIT,
     COMPACTION,
@@ -91,8 +94,10 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
         log_files=tuple(lf.name for lf in current.log_files),
         log_bytes=sum(lf.size for lf in current.log_files),
     )
+    record_index = record_index_layout(mdt, timeline) if mdt.is_dir(RECORD_INDEX) else None
+    operations = [operation, *(_operation(sl) for sl in (record_index.slices if record_index else []))]
     store = TimelineStore(mdt, zone="UTC")
-    requested = store.create_requested(instant, COMPACTION, encode_compaction_plan([operation]))
+    requested = store.create_requested(instant, COMPACTION, encode_compaction_plan(operations))
     store.transition_to_inflight(requested, b"")
     merged = read_files_partition(storage, data_timeline)
     base = MetadataBaseFile(FILES_FILE_ID, WRITE_TOKEN, instant)
@@ -112,9 +117,13 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
             "totalLogSizeCompacted": operation.log_bytes,
         },
     )
+    stats = [stat]
+    if record_index is not None:
+        _, valid, latest = reader_instants(storage, data_timeline)
+        stats += [_compact_record_index(mdt, sl, valid, latest, instant) for sl in record_index.slices]
     md = CommitMetadata(
         operation_type=COMPACT,
-        write_stats=[stat],
+        write_stats=stats,
         extra_metadata={"schema": COMMIT_SCHEMA_JSON},
         compacted=True,
     )
@@ -126,6 +135,44 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
         len(current.log_files),
     )
     return instant
+
+
+def _operation(current: MetadataSlice) -> CompactionOperation:
+    return CompactionOperation(
+        partition_path=RECORD_INDEX,
+        file_id=current.file_id,
+        base_instant=current.base_instant,
+        base_file=current.base_file.name if current.base_file is not None else None,
+        log_files=tuple(lf.name for lf in current.log_files),
+        log_bytes=sum(lf.size for lf in current.log_files),
+    )
+
+
+def _compact_record_index(
+    mdt: Storage, current: MetadataSlice, valid: set[str], latest: str, instant: str
+) -> WriteStat:
+    """One record-index file group's latest slice merged (vectorised: format/record_index.py) into
+    an HFile base file as Java's HoodieAvroHFileWriter writes one (bloom filter, key range).  Java
+    writes none for a file group without keys; we write an empty one, so every file group's slice
+    starts at the compaction and the clean treats all alike (an empty HFile is valid)."""
+    merged = read_slice(mdt, current, valid, latest)
+    base = MetadataBaseFile(current.file_id, WRITE_TOKEN, instant)
+    data = entries_hfile(merged, base.name, base=True)
+    rel = f"{RECORD_INDEX}/{base.name}"
+    mdt.write_bytes(rel, data)
+    return WriteStat(
+        file_id=current.file_id,
+        partition_path=RECORD_INDEX,
+        path=rel,
+        prev_commit=current.base_instant,
+        num_writes=merged.num_rows,
+        total_write_bytes=len(data),
+        file_size_in_bytes=len(data),
+        extra={
+            "totalLogFilesCompacted": len(current.log_files),
+            "totalLogSizeCompacted": sum(lf.size for lf in current.log_files),
+        },
+    )
 
 
 def base_file_bytes(records: list[MetadataRecord], name: str) -> bytes:
@@ -156,9 +203,10 @@ def _without_tombstones(record: MetadataRecord) -> MetadataRecord:
 def _remove_failed_compaction(mdt: Storage, instant: str) -> None:
     """A compaction that did not complete: its base file (never read: its commit is missing) goes,
     then its plan, so it is scheduled afresh."""
-    for info in mdt.list_dir(FILES_PARTITION):
-        if info.is_file and info.base_name.endswith(f"_{instant}.hfile"):
-            mdt.delete(f"{FILES_PARTITION}/{info.base_name}")
+    for partition in (FILES_PARTITION, RECORD_INDEX):
+        for info in mdt.list_dir(partition) if mdt.is_dir(partition) else []:
+            if info.is_file and info.base_name.endswith(f"_{instant}.hfile"):
+                mdt.delete(f"{partition}/{info.base_name}")
     store = TimelineStore(mdt, zone="UTC")
     for state in (INFLIGHT, REQUESTED):
         mdt.delete(store.path(Instant(instant, COMPACTION, state)))

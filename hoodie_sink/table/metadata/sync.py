@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
-from hoodie_sink.table.format.metadata_table import has_files_partition, metadata_storage
+from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
+from hoodie_sink.table.format.metadata_table import has_files_partition, listed_partitions, metadata_storage
+from hoodie_sink.table.format.record_index import RecordIndexChange
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.metadata import files_change
 from hoodie_sink.table.metadata.data_properties import read_data_properties
@@ -29,11 +31,23 @@ def is_kept(storage: Storage) -> bool:
     return has_files_partition(read_data_properties(storage))
 
 
-def on_commit(storage: Storage, instant: str, md: CommitMetadata) -> None:
-    """A commit, deltacommit, replacecommit (clustering, insert_overwrite) or compaction commit."""
+def keeps_record_index(storage: Storage) -> bool:
+    """Whether the data table's properties list the metadata table's `record_index` partition."""
+    props = read_data_properties(storage)
+    return has_files_partition(props) and RECORD_INDEX in listed_partitions(props)
+
+
+def on_commit(
+    storage: Storage, instant: str, md: CommitMetadata, record_index: RecordIndexChange | None = None
+) -> None:
+    """A commit, deltacommit, replacecommit (clustering, insert_overwrite) or compaction commit.
+    `record_index`: its change to the record index, when the table keeps one (the caller reads it
+    from the files it wrote: read/record_index_keys.commit_change; a compaction changes nothing)."""
+    if record_index is None and keeps_record_index(storage) and not md.compacted:
+        raise ValueError(f"commit {instant} of {storage.base_uri}: the record index's change is missing")
     if is_kept(storage):
         with metadata_lock(storage):
-            write_deltacommit(storage, instant, files_change.of_commit(md))
+            write_deltacommit(storage, instant, files_change.of_commit(md), record_index)
 
 
 def on_clean(storage: Storage, instant: str, deleted: Iterable[str]) -> None:

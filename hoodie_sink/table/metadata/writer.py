@@ -19,16 +19,26 @@ from __future__ import annotations
 import logging
 from contextlib import AbstractContextManager
 
+import pyarrow as pa
+
 from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat, inflight_workload_json
 from hoodie_sink.table.format.file_group import LogFile
 from hoodie_sink.table.format.log_format import block_instants, encode_block
 from hoodie_sink.table.format.metadata_blocks import metadata_data_block
-from hoodie_sink.table.format.metadata_keys import FILES
+from hoodie_sink.table.format.metadata_keys import FILES, RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
+from hoodie_sink.table.format.metadata_record_index import record_index_layout
 from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
 from hoodie_sink.table.format.metadata_slices import MetadataSlice, committed_base_instants, latest_slice
 from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
+from hoodie_sink.table.format.record_index import (
+    KEY,
+    RecordIndexChange,
+    by_file_group,
+    delete_block,
+    upsert_block,
+)
 from hoodie_sink.table.format.timeline.instant import COMPLETED, DELTA_COMMIT, INFLIGHT, REQUESTED, Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.metadata.files_change import FilesChange
@@ -50,8 +60,11 @@ def metadata_lock(storage: Storage) -> AbstractContextManager[None]:
     return service_lock(storage, METADATA_LOCK, "write the metadata table")
 
 
-def write_deltacommit(storage: Storage, instant: str, change: FilesChange) -> None:
-    """Record `change` in the metadata table as deltacommit `instant` (the data instant's time)."""
+def write_deltacommit(
+    storage: Storage, instant: str, change: FilesChange, record_index: RecordIndexChange | None = None
+) -> None:
+    """Record `change` (and `record_index`, when the table keeps one) in the metadata table as
+    deltacommit `instant` (the data instant's time)."""
     mdt = metadata_storage(storage)
     timeline = Timeline.load(mdt)
     if timeline.states_of(instant):  # a retry of this instant, or what a failed attempt left
@@ -65,6 +78,8 @@ def write_deltacommit(storage: Storage, instant: str, change: FilesChange) -> No
     records = change.records()
     if records:  # Java writes no empty block: a partition with nothing to say is skipped
         stats.append(append_block(mdt, timeline, FILES_PARTITION, FILES_FILE_ID, instant, records))
+    if record_index is not None and not record_index.empty:
+        stats.extend(append_record_index(mdt, timeline, instant, record_index))
     md = CommitMetadata(
         operation_type=UPSERT_PREPPED, write_stats=stats, extra_metadata={"schema": COMMIT_SCHEMA_JSON}
     )
@@ -91,19 +106,50 @@ def append_block(
 ) -> WriteStat:
     """One log file of the file group's latest slice, holding one HFILE_DATA block of `records`."""
     current = current_slice(mdt, timeline, partition, file_id)
-    log_file = LogFile(partition, file_id, current.base_instant, current.next_log_version(), WRITE_TOKEN)
-    data = encode_block(metadata_data_block(records, instant))
+    return _write_log(
+        mdt, partition, current, encode_block(metadata_data_block(records, instant)), len(records)
+    )
+
+
+def append_record_index(
+    mdt: Storage, timeline: Timeline, instant: str, change: RecordIndexChange
+) -> list[WriteStat]:
+    """One log file per touched record-index file group (the next version of its latest slice):
+    an HFILE_DATA block of the keys set, then a DELETE block of the keys removed
+    (docs/hudi/metadata-table.md#record-index)."""
+    layout = record_index_layout(mdt, timeline)
+    upserts = by_file_group(change.upserts, layout.file_groups)  # a key twice: the block keeps its newest
+    deletes = by_file_group(pa.table({KEY: change.deletes}), layout.file_groups)
+    stats = []
+    for index in sorted(upserts.keys() | deletes.keys()):
+        current = layout.slices[index]
+        blocks = []
+        if index in upserts:
+            blocks.append(encode_block(upsert_block(upserts[index], instant)))
+        if index in deletes:
+            blocks.append(encode_block(delete_block(deletes[index].column(KEY).combine_chunks(), instant)))
+        count = (upserts[index].num_rows if index in upserts else 0) + (
+            deletes[index].num_rows if index in deletes else 0
+        )
+        stats.append(_write_log(mdt, RECORD_INDEX, current, b"".join(blocks), count))
+    return stats
+
+
+def _write_log(mdt: Storage, partition: str, current: MetadataSlice, data: bytes, count: int) -> WriteStat:
+    log_file = LogFile(
+        partition, current.file_id, current.base_instant, current.next_log_version(), WRITE_TOKEN
+    )
     if not mdt.create_if_absent(log_file.path, data):
         raise FileExistsError(f"Metadata log file {mdt.full(log_file.path)} exists already.")
     size = len(data)
     base = current.base_file.name if current.base_file is not None else ""
     return WriteStat(
-        file_id=file_id,
+        file_id=current.file_id,
         partition_path=partition,
         path=log_file.path,
         prev_commit=current.base_instant,
-        num_writes=len(records),
-        num_update_writes=len(records),
+        num_writes=count,
+        num_update_writes=count,
         total_write_bytes=size,
         file_size_in_bytes=size,
         extra={"logVersion": log_file.version, "logOffset": 0, "baseFile": base, "logFiles": [log_file.name]},

@@ -30,6 +30,7 @@ from hoodie_sink.table.format.write_operation import (
     UPSERT,
     WriteOperation,
 )
+from hoodie_sink.table.metadata.record_index_init import RecordIndexSizing
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 
@@ -178,9 +179,24 @@ OPTIONS: tuple[Option, ...] = (
            doc="true: keep Hudi's metadata table (its `files` partition: the file listing readers and writers "
                "use instead of listing storage), building it if the table has none. false: the table has none "
                "(one a Java writer built is removed before the write). Unset: a table keeps what it has; a new "
-               "table gets none (Hudi's writers build one: set true for that). The column_stats, bloom_filters and "
-               "record_index partitions are not kept (a Java-built one is dropped, as Java drops a disabled "
-               "partition)."),
+               "table gets one, as Hudi's writers give one. The record_index partition is kept with "
+               "hoodie.metadata.record.index.enable=true; the column_stats and bloom_filters partitions are not "
+               "kept (a Java-built one is dropped, as Java drops a disabled partition)."),
+    Option("hoodie.metadata.record.index.enable", "record_index_enable", _bool,
+           doc="true: keep the metadata table's record_index partition (record key -> partition and file "
+               "group, Hudi 0.14's record-level index), built from the table's records when missing; it needs "
+               "the metadata table (hoodie.metadata.enable). false or unset: a record_index partition a Java "
+               "writer built is dropped. hoodie.index.type=RECORD_INDEX does not turn it on (as in Hudi 0.15, "
+               "whose record index falls back to GLOBAL_SIMPLE without it)."),
+    Option("hoodie.metadata.record.index.min.filegroup.count", "record_index_min_file_groups", _int,
+           doc="The record index's file-group count is estimated at its initialisation, at least this (10)."),
+    Option("hoodie.metadata.record.index.max.filegroup.count", "record_index_max_file_groups", _int,
+           doc="... and at most this (10000); equal min and max fix the count."),
+    Option("hoodie.metadata.record.index.growth.factor", "record_index_growth_factor", _float,
+           doc="Records expected per record at initialisation, for the estimate (2.0)."),
+    Option("hoodie.metadata.record.index.max.filegroup.size", "record_index_max_file_group_bytes", _int,
+           doc="Bytes one record-index file group should hold at most, for the estimate (1 GiB, 48 bytes a "
+               "record)."),
     Option("hoodie.metadata.compact.max.delta.commits", "metadata_compact_max_delta_commits", _int,
            doc="The metadata table is compacted into one HFile after this many deltacommits (Hudi's default: "
                "10), when no data instant it would fold in is pending."),
@@ -280,8 +296,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.client.heartbeat.tolerable.misses", "heartbeat_misses", _int),
     Option("hoodie.index.type", "index_type", _choice("bloom", "global_bloom", "bucket", "record_index"),
            doc="BLOOM (default), GLOBAL_BLOOM, BUCKET, or RECORD_INDEX: keys looked up in the metadata table's "
-               "record_index partition (a table whose hoodie.properties lists it; refused while hoodie_sink's "
-               "writes do not keep it up to date)."),
+               "record_index partition (needs hoodie.metadata.record.index.enable=true: the write builds the "
+               "partition if the table has none, and every write keeps it)."),
     Option("hoodie.bloom.index.update.partition.path", "update_partition_path", _bool),
     Option("hoodie.record.index.update.partition.path", "record_index_update_partition_path", _bool,
            doc="RECORD_INDEX: a record whose partition value changed moves there (Hudi's default: false)."),
@@ -429,8 +445,8 @@ _NOT_IMPLEMENTED = "which hoodie_sink does not implement"
 _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
     (
         "hoodie.metadata.",
-        "hoodie_sink keeps only the files partition of Hudi's metadata table (no column "
-        "stats, bloom filter or record index partition)",
+        "hoodie_sink keeps the files and record_index partitions of Hudi's metadata table (no "
+        "column stats or bloom filter partition)",
     ),
     ("hoodie.datasource.hive_sync.", f"it needs hoodie.datasource.hive_sync.enable=true, {_NOT_IMPLEMENTED}"),
     ("hoodie.datasource.meta.sync.", f"it needs hoodie.datasource.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
@@ -439,6 +455,7 @@ _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
 
 
 _METADATA_SECTION = "hoodie.metadata."
+_RECORD_INDEX_SECTION = "hoodie.metadata.record.index."
 # Keys of Java's metadata-table settings that change nothing of what the sink writes: the JVM's own
 # reading and parallelism, and the index partitions we do not keep (turning one on is refused below).
 _HARMLESS_METADATA_WORDS = ("parallelism", "memory", "spillable", "buffer", "reader", "metrics", "async")
@@ -467,6 +484,13 @@ def _check_hudi_option(key: str, value: str) -> bool:
                 f"Supported: {' or '.join(repr(a) for a in accepted)} (or leave the option unset)."
             )
         return True
+    if key.startswith(_RECORD_INDEX_SECTION):
+        raise HoodieConfigError(
+            f"Option '{key}'='{value}' is not supported: of the record index's settings hoodie_sink takes "
+            "hoodie.metadata.record.index.enable and the file-group sizing options "
+            "(hoodie.metadata.record.index.min.filegroup.count, .max.filegroup.count, .growth.factor, "
+            ".max.filegroup.size; docs/design/metadata-table.md#record-index)."
+        )
     if key.startswith(_METADATA_SECTION) and not _harmless_metadata_option(key):
         raise HoodieConfigError(
             f"Option '{key}'='{value}' is not supported: it configures the metadata table's services, which "
@@ -507,6 +531,8 @@ MiB = 1024 * 1024
 # Hudi's writers give a new table a metadata table by default (hoodie.metadata.enable defaults to
 # true since 0.11), and so do ours: docs/design/metadata-table.md.
 NEW_TABLES_GET_A_METADATA_TABLE = True
+# index types whose keys are unique across partitions: the only ones a record index maps exactly
+GLOBAL_INDEX_TYPES = ("global_bloom", "global_simple", "record_index")
 
 
 @dataclass(frozen=True)
@@ -532,6 +558,11 @@ class WriteConfig:
     # None: an existing table keeps what it has; a new one: NEW_TABLES_GET_A_METADATA_TABLE
     metadata_enable: bool | None = None
     metadata_compact_max_delta_commits: int = 10
+    record_index_enable: bool = False
+    record_index_min_file_groups: int = 10  # HoodieMetadataConfig.RECORD_INDEX_MIN_FILE_GROUP_COUNT_PROP
+    record_index_max_file_groups: int = 10000
+    record_index_growth_factor: float = 2.0
+    record_index_max_file_group_bytes: int = 1 << 30
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
     keygen_class: str | None = None
     ts_type: str | None = None  # UNIX_TIMESTAMP, EPOCHMILLISECONDS, DATE_STRING, SCALAR
@@ -680,6 +711,15 @@ class WriteConfig:
             return self.metadata_enable
         return table_has_one or (new_table and NEW_TABLES_GET_A_METADATA_TABLE)
 
+    def record_index_sizing(self) -> RecordIndexSizing:
+        """The record index's file-group sizing (hoodie.metadata.record.index.*)."""
+        return RecordIndexSizing(
+            self.record_index_min_file_groups,
+            self.record_index_max_file_groups,
+            self.record_index_growth_factor,
+            self.record_index_max_file_group_bytes,
+        )
+
     @property
     def index_update_partition_path(self) -> bool:
         """Whether the index moves a record whose partition value changed (its own option)."""
@@ -690,6 +730,38 @@ class WriteConfig:
     @property
     def occ(self) -> bool:
         return self.concurrency_mode == OCC
+
+    def _validate_record_index(self) -> None:
+        if self.record_index_enable and self.index_type not in GLOBAL_INDEX_TYPES:
+            raise HoodieConfigError(
+                f"Option 'hoodie.metadata.record.index.enable'='true' needs a global index, got "
+                f"hoodie.index.type={self.index_type.upper()}: with a partition-scoped index a key may live in "
+                "several partitions, which Hudi 0.15's record index (one location per key) cannot map, so "
+                "deleting one copy would drop the key from it (docs/design/metadata-table.md#record-index). "
+                "Help: set hoodie.index.type=GLOBAL_BLOOM."
+            )
+        if self.record_index_enable and not self.populate_meta_fields:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.record.index.enable'='true' is not supported with "
+                "hoodie.populate.meta.fields=false: the record index is read from the stored record keys."
+            )
+        if self.record_index_enable and self.metadata_enable is False:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.record.index.enable'='true' needs the metadata table: "
+                "hoodie.metadata.enable=false removes it. Help: drop one of the two options."
+            )
+        if not 1 <= self.record_index_min_file_groups <= self.record_index_max_file_groups:
+            raise HoodieConfigError(
+                "Options 'hoodie.metadata.record.index.min.filegroup.count' "
+                f"({self.record_index_min_file_groups}) and '.max.filegroup.count' "
+                f"({self.record_index_max_file_groups}) must satisfy 1 <= min <= max."
+            )
+        if self.record_index_growth_factor <= 0 or self.record_index_max_file_group_bytes < 48:
+            raise HoodieConfigError(
+                "Options 'hoodie.metadata.record.index.growth.factor' must be positive and "
+                "'hoodie.metadata.record.index.max.filegroup.size' at least 48 bytes (one record), got "
+                f"{self.record_index_growth_factor} and {self.record_index_max_file_group_bytes}."
+            )
 
     def _validate_concurrency(self) -> None:
         lock_keys = {"lock_provider", "lock_path", "lock_expire_minutes", "lock_client_retries",
@@ -724,6 +796,7 @@ class WriteConfig:
 
     def validated(self) -> WriteConfig:
         self._validate_concurrency()
+        self._validate_record_index()
         WriteOperation.of(self.operation)  # refuses an unknown one
         self.check_bucket_operation()
         if self.max_file_size < 1024:

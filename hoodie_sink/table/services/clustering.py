@@ -70,6 +70,7 @@ from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.base_file import read_base_file
 from hoodie_sink.table.read.file_slice import CommittedInstants, read_file_slice
+from hoodie_sink.table.read.record_index_change import commit_change, task_change, task_logs
 from hoodie_sink.table.service_lock import service_lock
 from hoodie_sink.table.services.clustering_strategy import ClusteringConfig, plan_groups
 from hoodie_sink.table.services.compaction import file_groups_under_compaction
@@ -162,6 +163,7 @@ class ClusteringJob:
     layout: str
     preserve_metadata: bool
     storage_options: StorageOptions = field(default_factory=StorageOptions)
+    record_index: bool = False  # the table keeps a record index: tasks gather its change
 
 
 def execute_group(
@@ -198,7 +200,10 @@ def execute_group(
             schema, job.avro_with_meta, job.settings, guard=guard,
         )  # fmt: skip
 
-    return RollingBaseFileWriter(new_writer, job.settings).write_all(data, keys, times, seqnos)
+    stats = RollingBaseFileWriter(new_writer, job.settings).write_all(data, keys, times, seqnos)
+    if job.record_index:  # every key moves to the new files (read/record_index_change.py)
+        task_change(storage, job.instant, f"{token}-{index}", stats, {}, clustering=True)
+    return stats
 
 
 def _read_slice(storage: Storage, s: InputSlice, schema: pa.Schema, job: ClusteringJob) -> pa.Table:
@@ -282,7 +287,9 @@ def _execute(
         extra_metadata={SCHEMA_KEY: avro},
         partition_to_replace_file_ids=_replaced_file_ids(groups),
     )
-    metadata_sync.on_commit(storage, instant, md)
+    keeps = metadata_sync.keeps_record_index(storage)
+    rli = commit_change(storage, instant, md, task_logs(storage, instant)) if keeps else None
+    metadata_sync.on_commit(storage, instant, md, rli)
     store.complete(inflight, md.to_bytes())
     delete_markers(storage, instant)
     result = ClusteringResult(
@@ -330,6 +337,7 @@ def _job_of_plan(
         ),
         layout=params.get("hoodie.layout.optimize.strategy", cfg.layout_strategy),
         preserve_metadata=preserve,
+        record_index=metadata_sync.keeps_record_index(storage),
     )
     return job, groups, avro
 

@@ -59,8 +59,10 @@ from hoodie_sink.table.format.timeline.instant import (
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
 from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.metadata.bootstrap import initialize as initialize_metadata_table
+from hoodie_sink.table.metadata.record_index_init import RecordIndexInit
 from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.read.record_index_keys import live_entries
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.rollback import (
@@ -180,6 +182,9 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
     # to the savepoint, then syncs a listing diff): removed first, so every crash window leaves
     # readers listing storage; built again from the restored listing at the end.
     keep_metadata = cfg.keeps_metadata_table(metadata_sync.is_kept(storage))
+    # the record index is rebuilt from the restored records, if the table had one (or asks for one)
+    keep_record_index = cfg.record_index_enable or metadata_sync.keeps_record_index(storage)
+    record_index = RecordIndexInit(cfg.record_index_sizing(), live_entries) if keep_record_index else None
     remove_metadata_table(storage)
     pending_restore = timeline.pending((RESTORE,))
     if pending_restore:  # a restore that died: finish it from its plan
@@ -203,7 +208,7 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
     store.complete(current, encode_restore_metadata(current.timestamp, taken_ms, plan, rollbacks))
     _drop_rollbacks_after(storage, store, savepoint)
     if keep_metadata:
-        initialize_metadata_table(storage, Timeline.load(storage))
+        initialize_metadata_table(storage, Timeline.load(storage), record_index)
     log.info(
         "hoodie: restored %s to savepoint %s: %d instants rolled back", storage.base_uri, savepoint, len(plan)
     )

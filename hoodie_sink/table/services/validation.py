@@ -29,8 +29,14 @@ import pyarrow.compute as pc
 
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
 from hoodie_sink.table.format.fs_view import FileSystemView, list_storage_files
+from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
 from hoodie_sink.table.format.metadata_listing import metadata_listing
-from hoodie_sink.table.format.metadata_table import lists_through_metadata_table
+from hoodie_sink.table.format.metadata_record_index import read_record_index
+from hoodie_sink.table.format.metadata_table import (
+    has_files_partition,
+    listed_partitions,
+    lists_through_metadata_table,
+)
 from hoodie_sink.table.format.properties import (
     MERGE_ON_READ,
     read_table_config,
@@ -38,6 +44,8 @@ from hoodie_sink.table.format.properties import (
 from hoodie_sink.table.format.timeline.instant import CLEAN, COMPLETED, WRITE_ACTIONS
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, TimelineStore
 from hoodie_sink.table.index.key_index import RECORD_KEY_COLUMN, read_footer, read_record_keys
+from hoodie_sink.table.metadata.data_properties import read_data_properties
+from hoodie_sink.table.read.record_index_keys import live_entries
 from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.services.archival import load_archived_timeline
 from hoodie_sink.table.storage import Storage
@@ -87,6 +95,7 @@ def validate_table(target: str | Storage, global_keys: bool = False) -> list[Vio
     out += _missing_files(storage, timeline, view)
     out += _orphans(storage, timeline, view)
     out += _metadata_table_mismatches(storage, timeline)
+    out += record_index_mismatches(storage, timeline)
     return out
 
 
@@ -177,7 +186,47 @@ def metadata_table_violations(target: str | Storage) -> list[Violation]:
     """Check 6 alone (cheap: two listings, no data file read): what the tests ask after every
     write they check, and an empty list for a table without a metadata table."""
     storage = target if isinstance(target, Storage) else Storage(target)
-    return _metadata_table_mismatches(storage, ActiveTimeline.load(storage))
+    timeline = ActiveTimeline.load(storage)
+    return _metadata_table_mismatches(storage, timeline) + record_index_mismatches(storage, timeline)
+
+
+def record_index_mismatches(storage: Storage, timeline: ActiveTimeline, limit: int = 10) -> list[Violation]:
+    """The metadata table's record index (when the table keeps one) against the table's live
+    records read by our reader: every live key at its partition and file group, no other key.
+    A key stored twice (the insert operation allows duplicates) may point at either copy."""
+    props = read_data_properties(storage)
+    if not has_files_partition(props) or RECORD_INDEX not in listed_partitions(props):
+        return []
+    expected = live_entries(storage, timeline)
+    actual = read_record_index(storage, timeline)
+    exp_loc, act_loc = _locations(expected), _locations(actual)
+    out = []
+    wrong = actual.filter(pc.invert(pc.is_in(act_loc, exp_loc)))
+    for row in wrong.slice(0, limit).to_pylist():
+        known = pc.is_in(expected.column("key"), pa.array([row["key"]])).to_numpy(zero_copy_only=False).any()
+        detail = f"in the record index at {row['partition']}/{row['file_id']}, " + (
+            "live elsewhere" if known else "not a live key"
+        )
+        out.append(Violation("record-index", row["key"], detail))
+    # a key live in several places (insert duplicates; a partition-scoped index's key in several
+    # partitions): the global record index holds one of them at most (Java's holds the same)
+    counts = expected.group_by("key").aggregate([("partition", "count")])
+    repeated = counts.filter(pc.greater(counts.column("partition_count"), 1)).column("key")
+    single = expected.filter(pc.invert(pc.is_in(expected.column("key"), repeated)))
+    missing = single.filter(pc.invert(pc.is_in(single.column("key"), actual.column("key"))))
+    for row in missing.slice(0, limit).to_pylist():
+        detail = f"live at {row['partition']}/{row['file_id']}, missing from the record index"
+        out.append(Violation("record-index", row["key"], detail))
+    if actual.num_rows != pc.count_distinct(actual.column("key")).as_py():
+        out.append(
+            Violation("record-index", storage.base_uri, "a key appears twice in the merged record index")
+        )
+    return out
+
+
+def _locations(table: pa.Table) -> pa.Array:
+    cols = [table.column(c).combine_chunks() for c in ("key", "partition", "file_id")]
+    return pc.binary_join_element_wise(*cols, "\x00")
 
 
 def _metadata_table_mismatches(storage: Storage, timeline: ActiveTimeline) -> list[Violation]:

@@ -90,6 +90,8 @@ class TaskResult:
     num_records: int = 0
     duration_ms: int = 0
     phase_ms: dict[str, int] = field(default_factory=dict)  # tag, write (metrics.py)
+    # the record index's change of this task's files, in the work folder (read/record_index_change.py)
+    record_index_log: str | None = None
 
 
 def keygen_for(ctx: WriteContext) -> KeyGenerator:

@@ -68,9 +68,12 @@ from hoodie_sink.table.index.record_index import RecordIndex, check_usable
 from hoodie_sink.table.index.registry import index_of
 from hoodie_sink.table.metadata import sync as metadata_sync
 from hoodie_sink.table.metadata.bootstrap import settle as settle_metadata_table
+from hoodie_sink.table.metadata.record_index_init import RecordIndexInit
 from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.file_slice import CommittedInstants
+from hoodie_sink.table.read.record_index_change import commit_change
+from hoodie_sink.table.read.record_index_keys import live_entries
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.write.bucket_layout import settle_bucket_layout
 from hoodie_sink.table.write.compaction_fence import wait_while_compaction_is_scheduled
@@ -110,7 +113,8 @@ def begin(
         _drop_metadata_table(storage, table)
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
     if keep_metadata:  # kept, built or repaired before our instant exists
-        settle_metadata_table(storage, timeline, True, cfg.metadata_compact_max_delta_commits)
+        rli = RecordIndexInit(cfg.record_index_sizing(), live_entries) if cfg.record_index_enable else None
+        settle_metadata_table(storage, timeline, True, cfg.metadata_compact_max_delta_commits, rli)
     if exists:  # a BUCKET write into a table that does not record its bucket layout
         table = settle_bucket_layout(storage, cfg, table, timeline)
     existing = latest_schema(storage, timeline, table) if exists else None
@@ -192,7 +196,7 @@ def _resolve(
     index = index_of(cfg.index_type)
     if isinstance(index, RecordIndex):  # its partition must exist and stay kept
         keeps = cfg.keeps_metadata_table(exists and has_files_partition(table.extra), new_table=not exists)
-        check_usable(cfg.path, table.extra if exists else None, keeps)
+        check_usable(cfg.path, cfg.record_index_enable, keeps)
     _check_input_columns(cfg, op, index, input_schema)
     data_schema = storage_schema(_without_meta(input_schema))
     _check_options_against_input(cfg, op, index, input_schema, data_schema)
@@ -425,15 +429,22 @@ def _check_options_against_input(
 
 
 def complete(
-    ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
+    ctx: WriteContext,
+    stats: list[WriteStat],
+    extra_metadata: dict[str, str] | None = None,
+    record_index_logs: list[str] | None = None,
 ) -> CommitMetadata:
-    """Finish the write: drop unreported files, then publish the commit atomically."""
+    """Finish the write: drop unreported files, then publish the commit atomically.
+    `record_index_logs`: the tasks' record-index changes (read/record_index_change.py)."""
     with table_lock(ctx.config):  # optimistic concurrency control: the check and the publication
-        return _complete(ctx, stats, extra_metadata)
+        return _complete(ctx, stats, extra_metadata, record_index_logs or [])
 
 
 def _complete(
-    ctx: WriteContext, stats: list[WriteStat], extra_metadata: dict[str, str] | None = None
+    ctx: WriteContext,
+    stats: list[WriteStat],
+    extra_metadata: dict[str, str] | None = None,
+    record_index_logs: list[str] | None = None,
 ) -> CommitMetadata:
     storage = ctx.storage
     timeline = None
@@ -461,7 +472,11 @@ def _complete(
     )
     inflight = Instant(ctx.instant, ctx.action, INFLIGHT)
     try:
-        metadata_sync.on_commit(storage, ctx.instant, md)  # before the data instant completes, never after
+        keeps = metadata_sync.keeps_record_index(storage)
+        rli = commit_change(storage, ctx.instant, md, record_index_logs or []) if keeps else None
+        metadata_sync.on_commit(
+            storage, ctx.instant, md, rli
+        )  # before the data instant completes, never after
     except (OSError, HoodieCommitStateUnknown) as e:
         # Whatever became of the metadata table's deltacommit, the data instant is certainly not
         # complete: the write failed and may be undone (the rollback removes that deltacommit if it

@@ -18,11 +18,13 @@ import pyarrow as pa
 
 from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.format.file_group import join_partition
 from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
 from hoodie_sink.table.format.list_elements import check_no_null_elements, has_lists
 from hoodie_sink.table.format.write_operation import APPEND, ASSIGNED
 from hoodie_sink.table.metrics import sum_task_phases
 from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.read.record_index_change import task_change
 from hoodie_sink.table.write import coordinator
 from hoodie_sink.table.write.append_task import AppendTask
 from hoodie_sink.table.write.bulk_insert_task import BulkInsertTask
@@ -76,14 +78,36 @@ def write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.Recor
     if ordering is not None:
         batches = _with_ordering_values(batches, ordering, ctx.plan.operation.name)
     with _heartbeat(ctx):
-        if ctx.routed_on is not None:
-            routed = RoutedTask if ctx.plan.operation.writer == ASSIGNED else NewFileGroupTask
-            return routed(ctx, task).write(batches)
-        if ctx.plan.operation.writer == ASSIGNED:
-            return UpsertTask(ctx, task).write(batches)
-        if ctx.plan.operation.writer == APPEND:
-            return AppendTask(ctx, task).write(batches)
-        return BulkInsertTask(ctx, task).write(batches)
+        result = _write_task(ctx, task, batches)
+        if ctx.config.record_index_enable:  # its bulk runs here, in the task, not at the commit
+            previous = _replaced_base_files(ctx)
+            storage, token = ctx.storage, task.token
+            result.record_index_log = task_change(storage, ctx.instant, token, result.write_stats, previous)
+        return result
+
+
+def _write_task(ctx: WriteContext, task: TaskIdentity, batches: Iterable[pa.RecordBatch]) -> TaskResult:
+    if ctx.routed_on is not None:
+        routed = RoutedTask if ctx.plan.operation.writer == ASSIGNED else NewFileGroupTask
+        return routed(ctx, task).write(batches)
+    if ctx.plan.operation.writer == ASSIGNED:
+        return UpsertTask(ctx, task).write(batches)
+    if ctx.plan.operation.writer == APPEND:
+        return AppendTask(ctx, task).write(batches)
+    return BulkInsertTask(ctx, task).write(batches)
+
+
+def _replaced_base_files(ctx: WriteContext) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> base file of its slice as the write began, for the slices a task can
+    read the keys of alone (a base file without logs); the commit reads the others."""
+    out = {(bf.partition_path, bf.file_id): bf.path for bf in ctx.base_files}
+    for sl in ctx.log_slices:
+        key = (sl.partition_path, sl.file_id)
+        if sl.log_names or sl.base_name is None:
+            out.pop(key, None)
+        else:
+            out[key] = join_partition(sl.partition_path, sl.base_name)
+    return out
 
 
 def ordered_input_field(ctx: WriteContext) -> str | None:
@@ -179,4 +203,5 @@ def _merge_and_commit(
             "phasesMs": {**tasks, "merge": int((time.monotonic() - merge_started) * 1000)},
         }
     )
-    return coordinator.complete(ctx, stats, extra)
+    logs = [r.record_index_log for r in results if r.record_index_log]
+    return coordinator.complete(ctx, stats, extra, record_index_logs=logs)

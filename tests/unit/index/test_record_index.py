@@ -114,14 +114,27 @@ def test_a_key_placed_outside_the_latest_file_groups_is_refused(tmp_path):
         RecordIndexLocator(storage, gone).tag(pa.array([key]))
 
 
-def test_writes_with_the_record_index_are_refused_until_they_keep_it(tmp_path):
+def test_writes_with_the_record_index_build_it_keep_it_and_tag_by_it(tmp_path):
+    """RECORD_INDEX needs the partition kept (refused without it, naming the options); with it, the
+    first write builds it from the table, and upserts tag by it: an update changes the stored row,
+    a new key is inserted once, a delete removes the key, as GLOBAL_BLOOM would do."""
+    from tests.support.tables import assert_table_matches
+
     path = tmp_path / "t"
-    hoodie_sink.write(_rows([1, 2], 1), str(path), OPTIONS)
+    hoodie_sink.write(_rows(list(range(40)), 1), str(path), OPTIONS)
     upsert = {**OPTIONS, "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.enable": "true"}
-    with pytest.raises(HoodieConfigError, match="hoodie.table.metadata.partitions"):
-        hoodie_sink.write(_rows([1], 2), str(path), upsert)
-    RecordIndexBuilder(path, 2)
-    with pytest.raises(HoodieConfigError, match="do not keep the record index up to date"):
+    with pytest.raises(HoodieConfigError, match="hoodie.metadata.record.index.enable=true"):
         hoodie_sink.write(_rows([1], 2), str(path), upsert)
     with pytest.raises(HoodieConfigError, match="hoodie.metadata.enable=true"):
         hoodie_sink.write(_rows([1], 2), str(path), {**upsert, "hoodie.metadata.enable": "false"})
+    upsert["hoodie.metadata.record.index.enable"] = "true"
+    model = {r["id"]: r for r in _rows(list(range(40)), 1).to_pylist()}
+    batch = _rows([1, 5, 40, 41], 20)  # two updates, two inserts
+    hoodie_sink.write(batch, str(path), upsert)  # builds the index, then tags by it
+    assert record_index_lookup.cache_stats()["keys_looked_up"] >= 4
+    model.update({r["id"]: r for r in batch.to_pylist()})
+    gone = _rows([2, 41], 30)
+    hoodie_sink.write(gone, str(path), {**upsert, "hoodie.datasource.write.operation": "delete"})
+    for r in gone.to_pylist():
+        del model[r["id"]]
+    assert_table_matches(str(path), list(model.values()))  # its record index equals the live keys too

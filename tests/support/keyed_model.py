@@ -25,7 +25,9 @@ SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
 PARTITIONS = "abcd"
 
 # index variants: (hoodie.index.type, hoodie.bloom.index.update.partition.path)
-VARIANTS = [("bloom", False), ("bucket", False), ("global_bloom", False), ("global_bloom", True)]
+VARIANTS = [
+    ("bloom", False), ("bucket", False), ("global_bloom", False), ("global_bloom", True), ("record_index", True),
+]  # fmt: skip
 
 
 OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
@@ -41,6 +43,16 @@ def options_for(index: str, move: bool, commit_time: bool = False) -> dict[str, 
         "hoodie.datasource.write.precombine.field": "ts",
         "hoodie.index.type": index,
         "hoodie.bloom.index.update.partition.path": str(move).lower(),
+        # RECORD_INDEX: the metadata table's record index kept, its own move option (Hudi's)
+        **(
+            {
+                "hoodie.metadata.enable": "true",
+                "hoodie.metadata.record.index.enable": "true",
+                "hoodie.record.index.update.partition.path": str(move).lower(),
+            }
+            if index == "record_index"
+            else {}
+        ),
         "hoodie.bucket.index.num.buckets": "3",
         # small files, so inserts (and moved records) are packed into existing file groups too
         "hoodie.parquet.max.file.size": str(600 * 1024),
@@ -59,7 +71,7 @@ class KeyedModel:
 
     @property
     def is_global(self) -> bool:
-        return self.index == "global_bloom"
+        return self.index in ("global_bloom", "record_index")
 
     def identity(self, r: dict):
         return r["id"] if self.is_global else (r["id"], r["p"])

@@ -58,5 +58,7 @@ def test_random_sequences_with_the_record_index_match_the_model(tmp_path, combo,
     """The same sequences with the metadata table's record index kept (issue 29): after every step
     its merged entries are the live keys at their partitions and file groups (validation's
     record-index check), through inserts, updates, deletes, partition moves, compaction,
-    clustering, cleaning, archival, savepoint and restore, and a killed write."""
+    clustering, cleaning, archival, savepoint and restore, and a killed write.  With RECORD_INDEX
+    tagging, inserts bring new keys only (each once): a key stored twice is indexed at one of its
+    copies, as in Hudi, and the model does not follow which (a known gap of this test)."""
     SequenceRun(str(tmp_path / "t"), combo, seed, frozenset(KNOWN_GAPS.keys() - CHECKED)).run()

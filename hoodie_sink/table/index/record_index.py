@@ -29,9 +29,12 @@ from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.arrow_util import as_strings
 from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.keygen import KeyGenerator
+from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
+from hoodie_sink.table.format.metadata_table import listed_partitions
 from hoodie_sink.table.index.key_index import KeyIndex, Locations, TagResult
 from hoodie_sink.table.index.record_index_files import RecordIndexFiles, load_record_index_files
 from hoodie_sink.table.index.record_index_lookup import look_up
+from hoodie_sink.table.metadata.data_properties import read_data_properties
 from hoodie_sink.table.storage import Storage
 
 
@@ -88,6 +91,7 @@ class RecordIndexLocator(KeyIndex):
     def _prepare(self) -> None:
         super()._prepare()
         self._files_snapshot: RecordIndexFiles | None = None
+        self._built: bool | None = None
 
     @property
     def files(self) -> RecordIndexFiles:
@@ -95,12 +99,29 @@ class RecordIndexLocator(KeyIndex):
             self._files_snapshot = load_record_index_files(self.storage)
         return self._files_snapshot
 
+    @property
+    def built(self) -> bool:
+        """Whether the table has its record index yet.  A routed write tags before its write
+        begins, and the write's begin builds the partition on the first RECORD_INDEX write (or
+        creates the table): until then the keys are found as GLOBAL_BLOOM finds them, which is the
+        same answer (a key is unique in the table)."""
+        if self._built is None:
+            try:
+                self._built = RECORD_INDEX in listed_partitions(read_data_properties(self.storage))
+            except FileNotFoundError:
+                self._built = False  # no table yet: every key is an insert
+        return self._built
+
     def tag(self, keys: pa.Array, partition_paths: pa.Array | None = None) -> TagResult:
         """Where each key lives (all null for a key the record index does not hold: an insert)."""
+        if not self.built:
+            return super().tag(keys, partition_paths)
         return self._result(self._file_of(keys), len(keys))
 
     def locate(self, keys: pa.Array, partition_paths: pa.Array | None = None) -> Locations:
         """One row per key: the record index holds each key once."""
+        if not self.built:
+            return super().locate(keys, partition_paths)
         n = len(keys)
         return Locations(
             record=np.arange(n, dtype=np.int64),

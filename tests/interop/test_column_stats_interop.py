@@ -26,6 +26,9 @@ OPTS = {
     "hoodie.metadata.index.column.stats.enable": "true",
     "hoodie.datasource.write.operation": "upsert",
     "hoodie.compact.inline": "false",
+    # the java_hudi JVM serves UTC tables (tests/interop/conftest.py: a LOCAL table after a UTC one
+    # makes Java's instant generator wait out the zone offset)
+    "hoodie.table.timeline.timezone": "UTC",
 }
 
 

@@ -156,13 +156,14 @@ def measure_tagging(path: Path, index_name: str, batch: Path) -> dict:
     import pyarrow.parquet as pq
 
     from hoodie_sink.table.format.fs_view import FileSystemView
-    from hoodie_sink.table.index import key_index
+    from hoodie_sink.table.index import key_index, record_index_lookup
     from hoodie_sink.table.index.registry import index_of
     from hoodie_sink.table.storage import Storage
 
     rows = pq.read_table(str(batch), columns=["trip_id", "region"])
     keys, parts = rows.column("trip_id").combine_chunks(), rows.column("region").combine_chunks()
     key_index.clear_caches()
+    record_index_lookup.clear_caches()  # every batch measured from cold caches
     storage = Storage(str(path))
     count = ReadCount()
     restore = counted_reads(count)

@@ -1,6 +1,6 @@
 """The metadata table's `record_index` partition as Arrow tables (pure, vectorised).
 
-A record-index entry maps a data record key to its location (docs/hudi/metadata-table.md#record-index):
+A record-index entry maps a data record key to its location (docs/hudi/metadata-table.md#record-index-values):
 partition path, data file id (stored as the UUID's two signed longs and the `-<n>` index), and the
 inserting instant as epoch milliseconds.  Here an entry set is an Arrow table of `ENTRY_SCHEMA`;
 these functions turn one into HFile cells and back without a Python object per record: the Avro
@@ -143,7 +143,7 @@ def entries_hfile(table: pa.Table, file_name: str | None = None, *, base: bool =
 
 def base_extras(sorted_keys: pa.Array) -> tuple[dict[bytes, bytes], dict[str, bytes]]:
     """A base file's file-info entries and `bloomFilter` meta block (HoodieAvroHFileWriter;
-    docs/hudi/metadata-table.md#hfile-base-files): a bloom filter of the keys, the key range."""
+    docs/hudi/metadata-table-protocol.md#hfile-base-files): a bloom filter of the keys, the key range."""
     bloom = BloomFilter.new_dynamic()
     n = len(sorted_keys)
     if n:

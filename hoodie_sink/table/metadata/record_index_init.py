@@ -1,7 +1,7 @@
 """Building the metadata table's `record_index` partition from the table's records (I/O).
 
 As Java initialises it (HoodieBackedTableMetadataWriter.initializeRecordIndexPartition at
-release-0.15.0; docs/hudi/metadata-table-protocol.md#record-index-initialisation):
+release-0.15.0; docs/hudi/metadata-table-protocol.md#record-index):
 - the keys of the latest file slices: base files for copy-on-write, merged slices (base and logs)
   for merge-on-read; each key's location is its file group, its instant the slice's base instant;
 - the file-group count estimated from the key count (HoodieTableMetadataUtil.estimateFileGroupCount),

@@ -116,7 +116,7 @@ def append_record_index(
 ) -> list[WriteStat]:
     """One log file per touched record-index file group (the next version of its latest slice):
     an HFILE_DATA block of the keys set, then a DELETE block of the keys removed
-    (docs/hudi/metadata-table.md#record-index)."""
+    (docs/hudi/metadata-table-protocol.md#record-index)."""
     layout = record_index_layout(mdt, timeline)
     upserts = by_file_group(change.upserts, layout.file_groups)  # a key twice: the block keeps its newest
     deletes = by_file_group(pa.table({KEY: change.deletes}), layout.file_groups)

@@ -29,11 +29,11 @@ def install(pause: Callable[[str], None]) -> None:
     on_commit, append_block = sync.on_commit, writer.append_block
     in_write_commit = [False]
 
-    def paused_on_commit(storage, instant, md):
+    def paused_on_commit(storage, instant, md, record_index=None):
         is_write = md.operation_type.lower() not in SERVICE_OPERATIONS
         in_write_commit[0] = is_write
         try:
-            on_commit(storage, instant, md)
+            on_commit(storage, instant, md, record_index)
         finally:
             in_write_commit[0] = False
         if is_write:

@@ -9,7 +9,6 @@ when the current file passes the maximum file size.
 from __future__ import annotations
 
 import json
-import posixpath
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ from hoodie_sink.table.format.bloom import (
     MIN_KEY_FOOTER_KEY,
     BloomFilter,
 )
-from hoodie_sink.table.format.column_stats import column_stats_of_footer
 from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.format.file_group import base_file_name, join_partition
 from hoodie_sink.table.format.markers import CREATE, create_marker
@@ -53,8 +51,6 @@ class ParquetSettings:
     bloom_max_entries: int
     # false: Hudi's virtual keys (hoodie.populate.meta.fields=false, format/virtual_keys.py)
     populate_meta_fields: bool
-    # the footer's column statistics go with the write stat (the metadata table keeps column_stats)
-    column_stats: bool = False
 
     @property
     def codec(self) -> str:
@@ -213,12 +209,7 @@ class BaseFileWriter:
         writer.add_key_value_metadata(footer)
         writer.close()
         self._sink.close()
-        stat = self._stat()
-        if self.settings.column_stats:
-            stat.column_stats = tuple(
-                column_stats_of_footer(writer.writer.metadata, posixpath.basename(stat.path))
-            )
-        return stat
+        return self._stat()
 
     def _key_footer(self) -> dict[str, str]:
         """Bloom filter and key range: Java writes them only with meta fields (a virtual-key

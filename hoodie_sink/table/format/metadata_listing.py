@@ -31,7 +31,7 @@ from hoodie_sink.table.format.metadata_keys import (
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_merge import Version, live_files, merge_slice
 from hoodie_sink.table.format.metadata_records import CorruptMetadataRecord, MetadataRecord
-from hoodie_sink.table.format.metadata_slices import MetadataBaseFile, committed_base_instants, latest_slice
+from hoodie_sink.table.format.metadata_slices import committed_base_instants, file_ids_in, latest_slice
 from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata
 from hoodie_sink.table.format.savepoint_metadata import decode_restore_metadata
@@ -64,7 +64,7 @@ def read_partition(storage: Storage, data_timeline: Timeline, partition: str) ->
     completed = committed_base_instants(md_timeline, names)
     out: Records = {}
     found = False
-    for file_id in _file_ids(partition, names):
+    for file_id in file_ids_in(partition, names):
         current = latest_slice(partition, file_id, names, completed)
         if current is None:
             continue
@@ -85,21 +85,6 @@ def read_partition(storage: Storage, data_timeline: Timeline, partition: str) ->
         for key in base.keys() | versions.keys():
             out[key] = merge_slice(base.get(key), versions.get(key, ()))
     return out if found else None
-
-
-def _file_ids(partition: str, names: list[tuple[str, int]]) -> list[str]:
-    """The file groups that have a file in the partition's folder."""
-    ids = set()
-    for name, size in names:
-        if name.startswith("."):
-            lf = LogFile.parse(partition, name, size)
-            if lf is not None:
-                ids.add(lf.file_id)
-        else:
-            bf = MetadataBaseFile.parse(name, size)
-            if bf is not None:
-                ids.add(bf.file_id)
-    return sorted(ids)
 
 
 def reader_instants(storage: Storage, data_timeline: Timeline) -> tuple[Timeline, set[str], str]:

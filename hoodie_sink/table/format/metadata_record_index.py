@@ -31,14 +31,16 @@ from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_listing import reader_instants
 from hoodie_sink.table.format.metadata_records import CorruptMetadataRecord
-from hoodie_sink.table.format.metadata_slices import MetadataSlice, latest_slice
+from hoodie_sink.table.format.metadata_slices import (
+    MetadataSlice,
+    committed_base_instants,
+    file_ids_in,
+    latest_slice,
+)
 from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.record_index import KEY, as_layer, decode_hfile, merge_layers
-from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.storage import Storage
-
-FILE_ID_PREFIX = "record-index-"
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,8 @@ def record_index_layout(mdt: Storage, md_timeline: Timeline) -> RecordIndexLayou
     """The file groups of the `record_index` partition (their count was fixed at its
     initialisation: Java's writers use the number of existing file groups) and latest slices."""
     names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(RECORD_INDEX) if i.is_file]
-    completed = md_timeline.completed_times((DELTA_COMMIT, COMMIT))
-    ids = {n.lstrip(".").split("_", 1)[0] for n, _ in names if n.lstrip(".").startswith(FILE_ID_PREFIX)}
-    count = len(ids)
+    completed = committed_base_instants(md_timeline, names)
+    count = len(file_ids_in(RECORD_INDEX, names))
     slices = []
     for index in range(count):
         file_id = metadata_file_id(RECORD_INDEX, index)

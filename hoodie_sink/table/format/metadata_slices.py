@@ -50,6 +50,21 @@ class MetadataSlice:
         return max((lf.version for lf in self.log_files), default=0) + 1
 
 
+def file_ids_in(partition: str, names: list[tuple[str, int]]) -> list[str]:
+    """The file groups that have a file in the partition's folder."""
+    ids = set()
+    for name, size in names:
+        if name.startswith("."):
+            lf = LogFile.parse(partition, name, size)
+            if lf is not None:
+                ids.add(lf.file_id)
+        else:
+            bf = MetadataBaseFile.parse(name, size)
+            if bf is not None:
+                ids.add(bf.file_id)
+    return sorted(ids)
+
+
 def committed_base_instants(md_timeline: Timeline, names: list[tuple[str, int]]) -> set[str]:
     """The instants a base file of the metadata table counts as committed at: the completed
     deltacommits and compaction commits of its active timeline, and any instant before that
@@ -71,12 +86,10 @@ def latest_slice(
     partition: str, file_id: str, names: list[tuple[str, int]], completed: set[str]
 ) -> MetadataSlice | None:
     """The latest slice of `file_id` from the names (and sizes) in its partition folder.
-    `completed`: the completed instant times of the metadata timeline (deltacommits and compaction
-    commits).  None when the file group has no file at all (its partition was never initialised)."""
-    # a base file older than the active timeline's first completed instant was written by a
-    # compaction since archived (Java's containsOrBeforeTimelineStarts): a record-index file group
-    # without keys gets no base file at later compactions, so its latest one can be that old
-    first = min(completed, default="")
+    `completed`: the instants a base file counts as committed at (`committed_base_instants`: a
+    record-index file group without keys gets no base file at later compactions, so its latest one
+    can be older than the active timeline).  None when the file group has no file at all (its
+    partition was never initialised)."""
     bases = []
     logs = []
     for name, size in names:
@@ -86,7 +99,7 @@ def latest_slice(
                 logs.append(lf)
         else:
             bf = MetadataBaseFile.parse(name, size)
-            if bf is not None and bf.file_id == file_id and (bf.instant in completed or bf.instant < first):
+            if bf is not None and bf.file_id == file_id and bf.instant in completed:
                 bases.append(bf)
     base = max(bases, key=lambda b: b.instant, default=None)
     if base is not None:

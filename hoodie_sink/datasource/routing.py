@@ -4,7 +4,8 @@
 plan in front of it:
 
 1. the records get their arrival order, then are shuffled by their record key's columns into
-   `parallelism` tasks and sorted by them;
+   `parallelism` tasks (with RECORD_INDEX: by the key's record-index file group,
+   table/write/routing/index_groups.py) and sorted by them;
 2. each task tags its records against the table's latest snapshot (table/write/routing/tag.py);
    the result is checkpointed locally (read twice: counted, then routed);
 3. the inserts are counted per partition and planned in the driver (metadata only), and each
@@ -108,13 +109,21 @@ def _tagged(
         tc = TaskContext.get()
         yield from routing.RouteTagger(ctx, fingerprint, tc.partitionId() if tc else 0).tag(batches)
 
-    tagged = (
-        df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
-        .repartition(*shuffle(*key_columns))
-        .sortWithinPartitions(*key_columns)
-        .mapInArrow(tag, out_schema)
-        .localCheckpoint(eager=True)
-    )
+    arrived = df.withColumn(routing.ARRIVAL, F.monotonically_increasing_id())
+    groups = routing.record_index_groups(ctx)
+    if groups is None:
+        by_key = arrived.repartition(*shuffle(*key_columns))
+    else:  # RECORD_INDEX: each tag task gets the keys of a few index file groups (index_groups.py)
+        grouped = StructType(arrived.schema.fields + arrow_to_spark(routing.GROUP_SCHEMA).fields)
+
+        def group(batches):
+            for batch in batches:
+                yield routing.with_index_group(ctx, groups, batch)
+
+        by_key = (
+            arrived.mapInArrow(group, grouped).repartition(*shuffle(F.col(routing.GROUP))).drop(routing.GROUP)
+        )
+    tagged = by_key.sortWithinPartitions(*key_columns).mapInArrow(tag, out_schema).localCheckpoint(eager=True)
     records: dict[str, int] = {}
     inserts: dict[str, int] = {}
     # one small job over the kept result

@@ -1,8 +1,8 @@
 """A routed write without Spark: the steps of hoodie_sink.spark.route (datasource/routing.py) run
 over Arrow in this process, with Spark's shuffles simulated (by record key into `tag_tasks`
-tasks sorted by key, then by file group into `write_tasks` tasks sorted by file group), then the
-sink's routed tasks and commit.  Lets the unit tests check routing against the model with many
-seeds, task counts and chunk sizes."""
+tasks sorted by key, or with RECORD_INDEX by the key's record-index file group; then by file
+group into `write_tasks` tasks sorted by file group), then the sink's routed tasks and commit.
+Lets the unit tests check routing against the model with many seeds, task counts and chunk sizes."""
 
 from __future__ import annotations
 
@@ -79,7 +79,14 @@ def route_table(table: pa.Table, path: str, options: dict, tag_tasks: int, write
         within = routing.KEY if op.sorts_by_key else None
     else:
         keys = KeyGenerator(ctx.plan.keygen).record_keys(table.to_batches()[0] if table.num_rows else table)
-        task_of = _hash_tasks(pa.array(keys).to_pylist(), tag_tasks)
+        groups = routing.record_index_groups(ctx)
+        if groups is None or not table.num_rows:
+            task_of = _hash_tasks(pa.array(keys).to_pylist(), tag_tasks)
+        else:  # RECORD_INDEX: shuffled by the key's record-index file group, as the route does
+            grouped = routing.with_index_group(
+                ctx, groups, table.drop_columns([routing.ARRIVAL]).combine_chunks().to_batches()[0]
+            )
+            task_of = _hash_tasks(grouped.column(routing.GROUP).to_pylist(), tag_tasks)
         for i in range(tag_tasks):
             rows = table.filter(pa.array(task_of == i))
             rows = rows.take(

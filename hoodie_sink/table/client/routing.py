@@ -25,6 +25,7 @@ from hoodie_sink.table.write.routing.columns import (
     is_routed,
     user_schema,
 )
+from hoodie_sink.table.write.routing.index_groups import GROUP, record_index_groups, with_index_group
 from hoodie_sink.table.write.routing.inserts import FILE_ID_SQL, plan_inserts, plan_table
 from hoodie_sink.table.write.routing.new_file_groups import (
     LOCATION_TYPE,
@@ -40,7 +41,11 @@ __all__ = [
     "LOCATION_TYPE", "adds_file_groups_only", "assign_write_tasks", "location_source_columns",
     "record_locations", "check_routable", "is_routed", "plan_inserts",
     "routing_context", "user_schema", "plan_table", "FILE_ID_SQL",
+    "GROUP", "GROUP_SCHEMA", "record_index_groups", "with_index_group",
 ]  # fmt: skip
+
+
+GROUP_SCHEMA = pa.schema([pa.field(GROUP, pa.int32())])
 
 
 def check_routable(cfg: WriteConfig) -> WriteOperation:

@@ -22,6 +22,9 @@ class BloomIndex:
     deletes_need_partition_path: bool = True
     finds_keys_in_base_files_only: bool = False
 
+    def lookup_groups(self, storage: Storage) -> int | None:
+        return None  # the keys' own hash: every tag task reads the footers of every candidate file
+
     def moves_partitions(self, update_partition_path: bool) -> bool:
         return self.is_global and update_partition_path
 

@@ -21,6 +21,9 @@ class BucketIndex:
     deletes_need_partition_path: bool = False
     finds_keys_in_base_files_only: bool = False
 
+    def lookup_groups(self, storage: Storage) -> int | None:
+        return None  # the keys' own hash: every tag task reads the footers of every candidate file
+
     def moves_partitions(self, update_partition_path: bool) -> bool:
         return False
 

@@ -8,6 +8,7 @@ An index answers four questions:
   file group is computed from the key alone (`bucketed`: its hash bucket, no look-up);
 - a record's identity: its key alone (`is_global`), or the pair (key, partition path);
 - whether a record whose partition value changed moves there (`moves_partitions`);
+- how a routed write's tag shuffle should group keys (`lookup_groups`);
 - what else it constrains: which inputs a delete needs, and when a merge-on-read write must
   rewrite a base file instead of logging a delete.
 """
@@ -65,4 +66,10 @@ class Index(Protocol):
     ) -> KeyIndex | None:
         """The look-up that tags incoming keys with their file group, over the latest base files;
         None when the index computes the file group from the key."""
+        ...
+
+    def lookup_groups(self, storage: Storage) -> int | None:
+        """How many groups a routed write's tag shuffle partitions keys by, so that each tag task
+        reads one part of the index (the record index: its file groups, a key's group hashed as
+        Hudi hashes it, format/metadata_keys.file_group_indexes); None: by the key's own hash."""
         ...

@@ -72,6 +72,13 @@ class RecordIndex:
     def identity(self, key: str, partition: str) -> list[str]:
         return [key]
 
+    def lookup_groups(self, storage: Storage) -> int | None:
+        """The record index's file-group count once it is built (before, keys are found as
+        GLOBAL_BLOOM finds them, and the key's own hash is as good as any)."""
+        if not RecordIndexLocator(storage, []).built:
+            return None
+        return load_record_index_files(storage).file_group_count
+
     def locator(
         self, storage: Storage, base_files: list[BaseFile], key_generator: KeyGenerator | None
     ) -> KeyIndex | None:

@@ -24,7 +24,7 @@ same batch (> 1: fewer bytes / faster), measured in this run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_record_index.py [--rows 2000000,20000000]
         [--fractions 0.01,0.0001] [--indexes record_index,bloom,global_bloom] [--hudi 0.15.0]
-        [--table-type COPY_ON_WRITE] [--work-dir DIR] [--driver-memory 8g]
+        [--table-type COPY_ON_WRITE] [--work-dir DIR] [--driver-memory 8g] [--routed] [--no-compact]
 """
 
 from __future__ import annotations
@@ -182,10 +182,32 @@ def measure_tagging(path: Path, index_name: str, batch: Path) -> dict:
 
 
 # -- the writers ---------------------------------------------------------------------------------------
-def ours_write(spark, src: Path, path: Path, options: dict) -> float:
+def ours_write(spark, src: Path, path: Path, options: dict, routed: bool = False) -> float:
+    """One write through Spark; `routed`: through hoodie_sink.spark.route (the tag shuffle, with
+    RECORD_INDEX by record-index file group: docs/design/routing.md#record-index-tag-shuffle)."""
+    import hoodie_sink.spark
+
     df = spark.read.parquet(str(src))
     start = time.perf_counter()
+    if routed:
+        df = df.transform(hoodie_sink.spark.route(str(path), options))
     df.write.format("hoodie").options(**options).mode("append").save(str(path))
+    return time.perf_counter() - start
+
+
+def compact_metadata(path: Path) -> float:
+    """Compact the table's metadata table now (untimed for the upserts): the record index then
+    lies in HFile base files, as in a table past its first hoodie.metadata.compact.max.delta.commits
+    writes, instead of in the load's log blocks (read whole: no block index)."""
+    from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
+    from hoodie_sink.table.metadata.compaction import compact_if_due
+    from hoodie_sink.table.metadata.writer import metadata_lock
+    from hoodie_sink.table.storage import Storage
+
+    storage = Storage(str(path))
+    start = time.perf_counter()
+    with metadata_lock(storage):
+        compact_if_due(storage, ActiveTimeline.load(storage), max_delta_commits=1)
     return time.perf_counter() - start
 
 
@@ -219,6 +241,12 @@ def main() -> int:
     ap.add_argument("--table-type", default="COPY_ON_WRITE", choices=["COPY_ON_WRITE", "MERGE_ON_READ"])
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--work-dir", default=None)
+    ap.add_argument("--routed", action="store_true", help="our upserts through hoodie_sink.spark.route")
+    ap.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="leave the load's metadata log blocks uncompacted (default: compact after the load)",
+    )
     args = ap.parse_args()
     sizes = [int(s) for s in args.rows.split(",")]
     fractions = [float(f) for f in args.fractions.split(",")]
@@ -236,7 +264,10 @@ def main() -> int:
         else:
             java = JavaHudi(args.hudi, driver_memory=args.driver_memory)
     workload = f"upserts of {', '.join(f'{f:.2%}' for f in fractions)} random keys in turn; 100 partitions"
-    print(f"hoodie_sink {source_version(str(ROOT))}; {args.table_type}; {workload}")
+    how = ("routed" if args.routed else "unrouted") + (
+        ", metadata log blocks as loaded" if args.no_compact else ", metadata table compacted after the load"
+    )
+    print(f"hoodie_sink {source_version(str(ROOT))}; {args.table_type}; {workload}; ours {how}")
     with scratch_dir(args.work_dir, "bench_record_index") as scratch:
         work = Path(scratch)
         for n in sizes:
@@ -248,16 +279,22 @@ def main() -> int:
                 load_s = ours_write(
                     spark, base, path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"}
                 )
+                compact_s = 0.0 if args.no_compact or name != "record_index" else compact_metadata(path)
                 size, updated = table_bytes(path), 0
                 for batch, count in batches:
                     tagging = measure_tagging(path, name, batch)
                     upsert_s = ours_write(
-                        spark, batch, path, {**opts, "hoodie.datasource.write.operation": "upsert"}
+                        spark,
+                        batch,
+                        path,
+                        {**opts, "hoodie.datasource.write.operation": "upsert"},
+                        args.routed,
                     )
                     updated += count
                     check(path, n, updated, f"hoodie {name}")
                     results[f"{name} {count}"] = {
                         "load_s": load_s,
+                        "compact_s": compact_s,
                         "upsert_s": upsert_s,
                         "size": size,
                         **tagging,
@@ -294,7 +331,9 @@ def main() -> int:
                 if reference is not None:
                     ratio_time = f"{reference['upsert_s'] / r['upsert_s']:.2f}x"
                 rows.append({
-                    "writer/index": name, "load s": f"{r['load_s']:.1f}", "table MiB": f"{r['size'] / 2**20:.0f}",
+                    "writer/index": name, "load s": f"{r['load_s']:.1f}",
+                    "mdt compact s": f"{r['compact_s']:.1f}" if r.get("compact_s") else "-",
+                    "table MiB": f"{r['size'] / 2**20:.0f}",
                     "tag s": f"{r['tag_s']:.2f}" if "tag_s" in r else "-",
                     "tag MiB read": f"{r['tag_bytes'] / 2**20:.1f}" if "tag_bytes" in r else "-",
                     "tag files": str(r.get("tag_files", "-")), "tag bytes vs global_bloom": ratio_bytes,

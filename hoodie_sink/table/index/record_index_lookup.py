@@ -169,20 +169,22 @@ def _look_up_group(
     """The newest value (null: none, or deleted) of each of `keys` in one file group."""
     distinct = pc.unique(keys)
     distinct = distinct.take(pc.sort_indices(distinct))
-    sources: list[tuple[pa.BinaryArray, pa.BinaryArray | None]] = []  # oldest first
+    # oldest first: (rows, their values) where values(at) gives the values of rows `at`, None for
+    # a delete block (its keys are removed)
+    sources: list[tuple[pa.BinaryArray, Callable[[np.ndarray], pa.Array] | None]] = []
     if group.base_file is not None:
-        sources.append(_base_cells(mdt, files.table_uri, group, distinct))
-    sources += [(b.rows, b.values) for b in _applied_log_blocks(mdt, files, group)]
+        sources += _base_cells(mdt, files.table_uri, group, distinct)
+    for b in _applied_log_blocks(mdt, files, group):
+        sources.append((b.rows, None if b.values is None else _taker(b.values)))
     # every cell holding one of the keys: (key's place in `distinct`, its value or null), oldest first
     places, values = [], []
-    for rows, vals in sources:
+    for rows, value_of in sources:
         hit = pc.index_in(rows, value_set=distinct)
         where = np.flatnonzero(np.asarray(hit.is_valid()))
         if not len(where):
             continue
         places.append(np.asarray(hit.take(pa.array(where)), np.int64))
-        taken = pa.array(where)
-        values.append(vals.take(taken) if vals is not None else pa.nulls(len(where), pa.binary()))
+        values.append(value_of(where) if value_of is not None else pa.nulls(len(where), pa.binary()))
     if not places:
         return pa.nulls(len(keys), pa.binary())
     place = np.concatenate(places)
@@ -192,10 +194,15 @@ def _look_up_group(
     return merged.take(pc.index_in(keys, value_set=distinct))
 
 
+def _taker(values: pa.BinaryArray) -> Callable[[np.ndarray], pa.Array]:
+    return lambda at: values.take(pa.array(at))
+
+
 def _base_cells(
     mdt: Storage, table_uri: str, group: RecordIndexSlice, distinct: pa.BinaryArray
-) -> tuple[pa.BinaryArray, pa.BinaryArray]:
-    """The cells of the base file's data blocks that can hold one of `distinct` (sorted)."""
+) -> list[tuple[pa.BinaryArray, Callable[[np.ndarray], pa.Array]]]:
+    """The cells of the base file's data blocks that can hold one of `distinct` (sorted), a
+    source per block: its rows, and its values cut out only for the rows a look-up hits."""
     path = group.base_file
     assert path is not None
     handle: list[Any] = []
@@ -213,29 +220,25 @@ def _base_cells(
             index = read_block_index(read_at, group.base_size or mdt.size(path), mdt.full(path))
             _INDEXES.put((table_uri, path), index, index.nbytes)
             _count(index_reads=1)
-        rows, values = [], []
+        out: list[tuple[pa.BinaryArray, Callable[[np.ndarray], pa.Array]]] = []
         read = cached = 0
         for block in candidate_blocks(index, distinct).tolist():
             key = (table_uri, path, block)
-            parsed = _BLOCKS.get(key)
-            if parsed is None:
-                r, v, _ = read_data_block(read_at, index, block)
-                parsed = (r, v)
-                _BLOCKS.put(key, parsed, r.nbytes + v.nbytes)
+            cells = _BLOCKS.get(key)
+            if cells is None:
+                cells, _ = read_data_block(read_at, index, block)
+                _BLOCKS.put(key, cells, cells.nbytes)
                 read += 1
             else:
                 cached += 1
-            rows.append(parsed[0])
-            values.append(parsed[1])
+            out.append((cells.rows, cells.values))
         _count(data_blocks_read=read, data_blocks_cached=cached)
     except OSError as e:
         raise HoodieTableError(f"Cannot read record-index base file {mdt.full(path)}: {e}") from e
     finally:
         for f in handle:
             f.close()
-    if not rows:
-        return _EMPTY, _EMPTY
-    return pa.concat_arrays(rows), pa.concat_arrays(values)
+    return out
 
 
 def _applied_log_blocks(mdt: Storage, files: RecordIndexFiles, group: RecordIndexSlice) -> list[_LogBlock]:

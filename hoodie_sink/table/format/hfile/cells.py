@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -126,29 +127,56 @@ def _gather(
     )
 
 
+@dataclass(frozen=True)
+class ParsedCells:
+    """The cells of one data block: their rows, and where each value lies in the payload.  Values
+    are cut out on demand (`values`): a point look-up needs the values of a few rows only."""
+
+    payload: pa.Buffer
+    rows: pa.BinaryArray
+    value_starts: npt.NDArray[np.int64]
+    value_lengths: npt.NDArray[np.int64]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.payload.size) + int(self.rows.nbytes) + 16 * len(self.value_starts)
+
+    def values(self, at: npt.NDArray[np.int64] | None = None) -> pa.BinaryArray:
+        """The values of the cells numbered `at` (all cells if None), in that order."""
+        starts, lengths = self.value_starts, self.value_lengths
+        if at is not None:
+            starts, lengths = starts[at], lengths[at]
+        return _slices(np.frombuffer(self.payload, dtype=np.uint8), self.payload, starts, lengths)
+
+
 def parse_cells(payload: bytes, what: str = "data block") -> tuple[pa.BinaryArray, pa.BinaryArray]:
-    """(rows, values) of the cells of one data block payload.
+    """(rows, values) of the cells of one data block payload (see `parse_cell_rows`)."""
+    parsed = parse_cell_rows(payload, what)
+    return parsed.rows, parsed.values()
+
+
+def parse_cell_rows(payload: bytes, what: str = "data block") -> ParsedCells:
+    """The rows of the cells of one data block payload, and where their values lie.
 
     Cells have variable lengths, so their starts depend on one another.  When every row has the
     first cell's length (UUIDs, padded numbers: the usual record keys) the starts are found at
     once: each cell's key ends in the same 10-byte tail (empty family, latest timestamp, Put), so
     the tails give the starts, and the whole chain of lengths is then checked from the first cell
     to the block's end.  Otherwise, or if any check fails, the block is walked one cell at a time.
-    Rows and values are then cut out in bulk (binary views over the payload, one copy in C).
+    Rows are then cut out in bulk (binary views over the payload, one copy in C).
     """
     buf = np.frombuffer(payload, dtype=np.uint8)
     at = _uniform_starts(buf)
     if at is None:
         at = _walk(payload, what)
-    key_lengths = _read_be(buf, at, 4).astype(np.int64)
-    value_lengths = _read_be(buf, at + 4, 4).astype(np.int64)
-    row_lengths = _read_be(buf, at + 8, 2).astype(np.int64)
+    key_lengths = _read_be(buf, at, 4)
+    value_lengths = _read_be(buf, at + 4, 4)
+    row_lengths = _read_be(buf, at + 8, 2)
     if len(at) and (np.any(row_lengths + KEY_INFRASTRUCTURE != key_lengths) or np.any(value_lengths < 0)):
         raise CorruptHFile(f"{what}: a cell's key is not a row with an empty family and qualifier")
     data = pa.py_buffer(payload)
     rows = _slices(buf, data, at + 10, row_lengths)
-    values = _slices(buf, data, at + 8 + key_lengths, value_lengths)
-    return rows, values
+    return ParsedCells(data, rows, at + 8 + key_lengths, value_lengths)
 
 
 def _walk(payload: bytes, what: str) -> npt.NDArray[np.int64]:
@@ -229,11 +257,14 @@ def _slices(
     return array.cast(pa.binary())
 
 
+_BIG_ENDIAN = {2: np.dtype(">i2"), 4: np.dtype(">i4")}
+
+
 def _read_be(buf: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], width: int) -> npt.NDArray[np.int64]:
-    """Signed big-endian integers of `width` bytes at positions `at`."""
-    value = np.zeros(len(at), dtype=np.int64)
-    for i in range(width):
-        value = (value << 8) | buf[at + i].astype(np.int64)
-    sign = 1 << (8 * width - 1)
-    out: npt.NDArray[np.int64] = (value ^ sign) - sign
+    """Signed big-endian integers of `width` (2 or 4) bytes at positions `at`: one gather of the
+    bytes, viewed as big-endian integers."""
+    if not len(at):
+        return np.zeros(0, np.int64)
+    raw = buf[at[:, None] + np.arange(width, dtype=np.int64)]  # (n, width), C-contiguous
+    out: npt.NDArray[np.int64] = raw.view(_BIG_ENDIAN[width])[:, 0].astype(np.int64)
     return out

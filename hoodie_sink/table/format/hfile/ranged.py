@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import hoodie_sink.table.format.hfile.blocks as blocks
-from hoodie_sink.table.format.hfile.cells import parse_cells
+from hoodie_sink.table.format.hfile.cells import ParsedCells, parse_cell_rows
 from hoodie_sink.table.format.hfile.compression import CODEC_IDS, SUPPORTED
 from hoodie_sink.table.format.hfile.errors import CorruptHFile
 from hoodie_sink.table.format.hfile.index import IndexEntry, decode_non_root_index, decode_root_index
@@ -127,20 +127,18 @@ def _search_sorted(haystack: pa.BinaryArray, needles: pa.BinaryArray, side: str)
     return np.asarray(found, np.int64)
 
 
-def read_data_block(
-    read_at: ReadAt, index: BlockIndex, block: int
-) -> tuple[pa.BinaryArray, pa.BinaryArray, int]:
-    """(rows, values, bytes read) of data block number `block`."""
+def read_data_block(read_at: ReadAt, index: BlockIndex, block: int) -> tuple[ParsedCells, int]:
+    """(the cells, bytes read) of data block number `block`: rows parsed, values cut on demand."""
     entry = index.entries[block]
     raw = read_at(entry.offset, entry.on_disk_size)
     header, payload = _checked_block(
         raw, blocks.DATA, entry.on_disk_size, index.codec, index.name, entry.offset
     )
     try:
-        rows, values = parse_cells(payload, f"DATABLK* block at offset {entry.offset}")
+        cells = parse_cell_rows(payload, f"DATABLK* block at offset {entry.offset}")
     except CorruptHFile as e:
         raise CorruptHFile(e.what, index.name) from None
-    return rows, values, len(raw)
+    return cells, len(raw)
 
 
 def bytes_reader(data: bytes | memoryview) -> ReadAt:

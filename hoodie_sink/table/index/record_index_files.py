@@ -13,20 +13,16 @@ A `RecordIndexFiles` is a snapshot of plain values: picklable, built once per lo
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
-from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_listing import reader_instants
-from hoodie_sink.table.format.metadata_slices import committed_base_instants, latest_slice
+from hoodie_sink.table.format.metadata_record_index import record_index_layout
 from hoodie_sink.table.format.metadata_table import listed_partitions, metadata_storage
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.metadata.data_properties import read_data_properties
 from hoodie_sink.table.storage import Storage
-
-_FILE_ID = re.compile(r"^\.?(record-index-(\d{4,})-0)_")
 
 
 @dataclass(frozen=True)
@@ -72,29 +68,21 @@ def load_record_index_files(storage: Storage, data_timeline: Timeline | None = N
     mdt = metadata_storage(storage)
     data = data_timeline if data_timeline is not None else Timeline.load(storage)
     md_timeline, trusted, latest = reader_instants(storage, data)
-    names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(RECORD_INDEX) if i.is_file]
-    indexes = sorted({int(m.group(2)) for name, _ in names if (m := _FILE_ID.match(name))})
-    if not indexes or indexes != list(range(len(indexes))):
-        raise HoodieTableError(
-            f"The record index of {storage.base_uri} has file groups {indexes or 'none'} in "
-            f"{mdt.full(RECORD_INDEX)}; expected 0 to N-1. Help: rebuild it with Apache Hudi."
-        )
-    completed = committed_base_instants(md_timeline, names)
     groups = []
-    for index in indexes:
-        file_id = metadata_file_id(RECORD_INDEX, index)
-        current = latest_slice(RECORD_INDEX, file_id, names, completed)
-        if current is None:  # the listing named it: only a file of another slice or a stray name
-            raise HoodieTableError(
-                f"Record-index file group {file_id} of {storage.base_uri} has no file slice."
-            )
+    for current in record_index_layout(mdt, md_timeline).slices:  # the layout rule the full read uses
         base = current.base_file
         groups.append(
             RecordIndexSlice(
-                file_id,
+                current.file_id,
                 f"{RECORD_INDEX}/{base.name}" if base is not None else None,
                 base.size if base is not None else 0,
                 tuple((lf.path, lf.size) for lf in current.log_files),
             )
+        )
+    if not groups:
+        raise HoodieTableError(
+            f"The record index of {storage.base_uri} has no file group in {mdt.full(RECORD_INDEX)}. "
+            "Help: rebuild it (drop the record_index partition and write with "
+            "hoodie.metadata.record.index.enable=true)."
         )
     return RecordIndexFiles(storage.base_uri, tuple(groups), frozenset(trusted), latest)

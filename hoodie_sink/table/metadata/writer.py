@@ -17,6 +17,8 @@ delete it whole.
 from __future__ import annotations
 
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 
 import pyarrow as pa
@@ -120,9 +122,8 @@ def append_record_index(
     layout = record_index_layout(mdt, timeline)
     upserts = by_file_group(change.upserts, layout.file_groups)  # a key twice: the block keeps its newest
     deletes = by_file_group(pa.table({KEY: change.deletes}), layout.file_groups)
-    stats = []
-    for index in sorted(upserts.keys() | deletes.keys()):
-        current = layout.slices[index]
+
+    def log_of(index: int) -> WriteStat:
         blocks = []
         if index in upserts:
             blocks.append(encode_block(upsert_block(upserts[index], instant)))
@@ -131,8 +132,15 @@ def append_record_index(
         count = (upserts[index].num_rows if index in upserts else 0) + (
             deletes[index].num_rows if index in deletes else 0
         )
-        stats.append(_write_log(mdt, RECORD_INDEX, current, b"".join(blocks), count))
-    return stats
+        return _write_log(mdt, RECORD_INDEX, layout.slices[index], b"".join(blocks), count)
+
+    # one file group per thread: the HFile's gzip and Arrow's sorts release the GIL, and a large
+    # write (a bulk_insert's keys) spends most of its commit here
+    touched = sorted(upserts.keys() | deletes.keys())
+    if len(touched) <= 1:
+        return [log_of(index) for index in touched]
+    with ThreadPoolExecutor(max_workers=min(len(touched), os.cpu_count() or 1)) as pool:
+        return list(pool.map(log_of, touched))
 
 
 def _write_log(mdt: Storage, partition: str, current: MetadataSlice, data: bytes, count: int) -> WriteStat:

@@ -375,10 +375,10 @@ def validate_record_index(path: str) -> dict:
     * every live key looked up through Java's metadata reader (readRecordIndex in 0.x,
       readRecordIndexLocationsWithKeys in 1.x, what its RECORD_INDEX tagging calls): a key the
       index lacks, or places in another partition or file group, is a finding;
-    * every record-index entry, read as the validator reads it (the metadata table loaded by
-      Spark, records of type 5), entries of instants after that commit set aside as the validator
-      does (counted in `after_latest`): an entry whose key is not live is a finding, and the
-      entries must be as many as the live keys;
+    * every record-index entry, read through the same reader (a scan of the whole partition),
+      entries of instants after that commit set aside as the validator does (counted in
+      `after_latest`): an entry whose key is not live is a finding, and the entries must be as
+      many as the live keys;
     * a key live twice is a finding (the index holds one location per key).
     {"ok", "errors": [...], "checked": {"keys", "index_entries", "after_latest"}}.  Fails when
     hoodie.properties lists no record_index (nothing to validate is not a pass)."""
@@ -407,6 +407,7 @@ def validate_record_index(path: str) -> dict:
     md = _table_metadata(meta, metadata=True)
     try:
         found = _record_index_lookup(md, sorted(live))
+        scanned = _record_index_entries(md)
     finally:
         md.close()
     wrong = []
@@ -417,21 +418,18 @@ def validate_record_index(path: str) -> dict:
         elif got != want:
             wrong.append(f"record index: key {key!r} is at {want}, the record index says {got}")
     errors += wrong[:RECORD_INDEX_ERRORS]
-    # the metadata table as a Spark table, full rows: 1.1.1 fails a projected read of it (a
-    # payload of the projected schema, ArrayIndexOutOfBoundsException in HoodieMetadataPayload)
-    mdt = str(jvm.org.apache.hudi.metadata.HoodieTableMetadata.getMetadataTableBasePath(path))
-    cutoff_ms = jvm.org.apache.hudi.common.table.timeline.HoodieInstantTimeGenerator.parseDateFromInstantTime(
-        latest
-    ).getTime()
     entries, after_latest = {}, 0
-    for row in SPARK.read.format("hudi").load(mdt).filter("type = 5").collect():
-        info = row["recordIndexMetadata"]
-        if info["instantTime"] > cutoff_ms:  # the validator's guard against a commit racing its reads
+    for key, (part, file_id, instant) in scanned.items():
+        if instant > latest:  # the validator's guard against a commit racing its reads (same-length times)
             after_latest += 1
             continue
-        entries[row["key"]] = info["partitionName"]
+        entries[key] = (part, file_id)
+        if key in found and found[key] != (part, file_id):  # Java's two readers of one index
+            errors.append(
+                f"record index: key {key!r}: look-up says {found[key]}, scan says {(part, file_id)}"
+            )
     stale = [
-        f"record index: key {k!r} (partition {entries[k]!r}) is in the record index, not live"
+        f"record index: key {k!r} at {entries[k]} is in the record index, not live"
         for k in sorted(set(entries) - set(live))
     ]
     errors += stale[:RECORD_INDEX_ERRORS]
@@ -564,6 +562,32 @@ def _record_index_lookup(md, keys: list) -> dict:
         found = md.readRecordIndexLocationsWithKeys(data).collectAsList().toArray()
         pairs = [(p.getKey(), p.getValue()) for p in found]
     return {str(k): (str(loc.getPartitionPath()), str(loc.getFileId())) for k, loc in pairs}
+
+
+def _record_index_entries(md) -> dict:
+    """Every live entry of the record index as Java's metadata reader merges it: key -> (partition,
+    file id, instant).  getRecordsByKeyPrefixes with the empty prefix reads every file slice of the
+    partition through the same merge and instant filter as a look-up; delete markers are dropped, as
+    Java's look-up drops them.  (The validator reads the metadata table as a Spark table instead;
+    that read fails in both bundles on tables Java wrote: docs/hudi/metadata-table-oracle.md.)"""
+    jvm = SPARK._jvm
+    if _hudi_version().startswith("0."):
+        prefixes = jvm.java.util.ArrayList([""])
+    else:
+        keys = jvm.java.util.ArrayList()
+        keys.add(jvm.org.apache.hudi.metadata.RecordIndexRawKey(""))
+        prefixes = jvm.org.apache.hudi.common.data.HoodieListData.eager(keys)
+    out = {}
+    for record in md.getRecordsByKeyPrefixes(prefixes, "record_index", False).collectAsList().toArray():
+        payload = record.getData()
+        if payload.isDeleted():
+            continue
+        loc = payload.getRecordGlobalLocation()
+        key = str(record.getRecordKey())
+        if key in out:
+            raise RuntimeError(f"Java's record-index scan returned key {key!r} twice")
+        out[key] = (str(loc.getPartitionPath()), str(loc.getFileId()), str(loc.getInstantTime()))
+    return out
 
 
 def _committed_data_file(name: str, completed: set, first_active: str | None) -> bool:

@@ -92,7 +92,6 @@ def java_validates_record_index(java, path) -> dict:
     file group through Java's reader, no entry for a key that is not live."""
     r = java.validate_record_index(path)
     assert r["ok"], f"Java Hudi {java.version} rejects the record index of {path}:\n" + "\n".join(r["errors"])
-    assert r["checked"]["after_latest"] == 0  # no write runs during the check: nothing to set aside
     return r["checked"]
 
 

@@ -312,7 +312,9 @@ def validate_metadata(path: str) -> dict:
     * files: per partition, the MDT's files == storage's by name and size (storage without the
       partition metadata file and without base files of instants not completed on the data timeline);
     * latest file slices and latest base files: the MDT-backed view == the listing-based view.
-    {"ok": bool, "errors": [str, ...], "checked": {"partitions": n, "files": n, "slices": n}}."""
+    {"ok": bool, "errors": [str, ...], "checked": {"partitions": n, "files": n, "slices": n},
+    "mdt_partitions": the MDT partitions hoodie.properties lists (record_index: validate_record_index
+    applies too)}."""
     meta = _meta_client(path)
     active = meta.getActiveTimeline()
     completed = {_instant_time(i) for i in active.filterCompletedInstants().getInstants().toArray()}
@@ -320,7 +322,8 @@ def validate_metadata(path: str) -> dict:
     first = active.getCommitsTimeline().firstInstant()
     completed_or_archived = (completed, _instant_time(first.get()) if first.isPresent() else None)
     errors = []
-    mdt = metadata_listing(path)["partitions"]
+    listing = metadata_listing(path)
+    mdt = listing["partitions"]
     fs = storage_listing(path)["partitions"]
     if sorted(mdt) != sorted(fs):
         errors.append(f"partitions: MDT {sorted(mdt)} != storage {sorted(fs)}")
@@ -354,6 +357,97 @@ def validate_metadata(path: str) -> dict:
         "ok": not errors,
         "errors": errors,
         "checked": {"partitions": len(parts), "files": n_files, "slices": n_slices},
+        "mdt_partitions": listing["mdt_partitions"],
+    }
+
+
+RECORD_INDEX_ERRORS = 40  # findings listed per check; the count says how many there were
+
+
+def validate_record_index(path: str) -> dict:
+    """The record-index checks of Hudi's HoodieMetadataTableValidator (validateRecordIndexCount and
+    validateRecordIndexContent; docs/hudi/metadata-table-oracle.md#the-record-index-check), done
+    through the bundle's classes:
+    * the live keys: `_hoodie_record_key`, `_hoodie_partition_path` and the file id of
+      `_hoodie_file_name` of Java's snapshot read as of the latest completed commit, compaction or
+      replacecommit, files listed from storage (metadata off: the data side must not come from the
+      table under test);
+    * every live key looked up through Java's metadata reader (readRecordIndex in 0.x,
+      readRecordIndexLocationsWithKeys in 1.x, what its RECORD_INDEX tagging calls): a key the
+      index lacks, or places in another partition or file group, is a finding;
+    * every record-index entry, read through the same reader (a scan of the whole partition): an
+      entry whose key is not live is a finding, and the entries must be as many as the live keys
+      (those whose instant reads as after that commit are counted in `after_latest`, not set aside
+      as the validator does: see below);
+    * a key live twice is a finding (the index holds one location per key).
+    {"ok", "errors": [...], "checked": {"keys", "index_entries", "after_latest"}}.  Fails when
+    hoodie.properties lists no record_index (nothing to validate is not a pass)."""
+    jvm = SPARK._jvm
+    meta = _meta_client(path)
+    rli = jvm.org.apache.hudi.metadata.MetadataPartitionType.RECORD_INDEX
+    if not meta.getTableConfig().isMetadataPartitionAvailable(rli):
+        raise RuntimeError(f"{path}: hoodie.properties lists no record_index metadata partition")
+    last = meta.getActiveTimeline().getCommitsAndCompactionTimeline().filterCompletedInstants().lastInstant()
+    if not last.isPresent():
+        raise RuntimeError(f"{path}: no completed commit to validate the record index at")
+    latest = _instant_time(last.get())
+    live: dict[str, tuple[str, str]] = {}
+    errors: list[str] = []
+    twice = []
+    rows = (
+        SPARK.read.format("hudi").option("as.of.instant", latest).option("hoodie.metadata.enable", "false")
+        .load(path).select("_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name").collect()
+    )  # fmt: skip
+    for key, part, name in rows:
+        where = (part, name.split("_", 1)[0])  # FSUtils.getFileId: the file id precedes the first "_"
+        if key in live:
+            twice.append(f"record index: key {key!r} is live twice, in {live[key]} and {where}")
+        live[key] = where
+    errors += twice[:RECORD_INDEX_ERRORS]
+    md = _table_metadata(meta, metadata=True)
+    try:
+        found = _record_index_lookup(md, sorted(live))
+        scanned = _record_index_entries(md)
+    finally:
+        md.close()
+    wrong = []
+    for key, want in sorted(live.items()):
+        got = found.get(key)
+        if got is None:
+            wrong.append(f"record index: live key {key!r} at {want} is not in the record index")
+        elif got != want:
+            wrong.append(f"record index: key {key!r} is at {want}, the record index says {got}")
+    errors += wrong[:RECORD_INDEX_ERRORS]
+    # The validator sets aside entries of instants after the latest commit (a commit racing its two
+    # reads). Not here: nothing writes during a test's check, Java's reader already skips blocks of
+    # uncompleted instants, and an entry's instant is epoch ms that both Hudi versions turn from and
+    # back into a time string in the JVM's default zone, not the table's: an entry a JVM west of this
+    # one wrote reads as later than its commit (docs/hudi/metadata-table-oracle.md#the-record-index-check).
+    # Counted, for the record, in `after_latest`.
+    entries, after_latest = {}, 0
+    for key, (part, file_id, instant) in scanned.items():
+        after_latest += instant > latest  # same-length time strings
+        entries[key] = (part, file_id)
+        if key in found and found[key] != (part, file_id):  # Java's two readers of one index
+            errors.append(
+                f"record index: key {key!r}: look-up says {found[key]}, scan says {(part, file_id)}"
+            )
+    stale = [
+        f"record index: key {k!r} at {entries[k]} is in the record index, not live"
+        for k in sorted(set(entries) - set(live))
+    ]
+    errors += stale[:RECORD_INDEX_ERRORS]
+    if len(entries) != len(rows):
+        errors.append(f"record index count: {len(entries)} entries, {len(rows)} keys in the data table")
+    if max(len(twice), len(wrong), len(stale)) > RECORD_INDEX_ERRORS:
+        errors.append(
+            f"record index: {len(twice)} keys live twice, {len(wrong)} live keys not indexed where they "
+            f"are, {len(stale)} entries not live (first {RECORD_INDEX_ERRORS} of each listed)"
+        )
+    return {
+        "ok": not errors,
+        "errors": errors,
+        "checked": {"keys": len(live), "index_entries": len(entries), "after_latest": after_latest},
     }
 
 
@@ -383,6 +477,7 @@ OPS = {
         file_slices_via_metadata,
         metadata_timeline,
         validate_metadata,
+        validate_record_index,
         stop,
     )
 }
@@ -456,6 +551,47 @@ def _slices(view, part: str) -> list:
         rows.append([str(fs.getFileId()), str(fs.getBaseInstantTime()), str(b.getFileName()) if b else None,
                      int(b.getFileSize()) if b else None, logs])  # fmt: skip
     return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def _record_index_lookup(md, keys: list) -> dict:
+    """Java's record-index look-up of `keys` (what its RECORD_INDEX tagging calls): key ->
+    (partition, file id) for the keys it finds.  0.x: readRecordIndex(List) -> Map; 1.x:
+    readRecordIndexLocationsWithKeys(HoodieData) -> HoodiePairData."""
+    jvm = SPARK._jvm
+    if _hudi_version().startswith("0."):
+        found = md.readRecordIndex(jvm.java.util.ArrayList(keys)).entrySet().toArray()
+        pairs = [(e.getKey(), e.getValue()) for e in found]
+    else:
+        data = jvm.org.apache.hudi.common.data.HoodieListData.eager(jvm.java.util.ArrayList(keys))
+        found = md.readRecordIndexLocationsWithKeys(data).collectAsList().toArray()
+        pairs = [(p.getKey(), p.getValue()) for p in found]
+    return {str(k): (str(loc.getPartitionPath()), str(loc.getFileId())) for k, loc in pairs}
+
+
+def _record_index_entries(md) -> dict:
+    """Every live entry of the record index as Java's metadata reader merges it: key -> (partition,
+    file id, instant).  getRecordsByKeyPrefixes with the empty prefix reads every file slice of the
+    partition through the same merge and instant filter as a look-up; delete markers are dropped, as
+    Java's look-up drops them.  (The validator reads the metadata table as a Spark table instead;
+    that read fails in both bundles on tables Java wrote: docs/hudi/metadata-table-oracle.md.)"""
+    jvm = SPARK._jvm
+    if _hudi_version().startswith("0."):
+        prefixes = jvm.java.util.ArrayList([""])
+    else:
+        keys = jvm.java.util.ArrayList()
+        keys.add(jvm.org.apache.hudi.metadata.RecordIndexRawKey(""))
+        prefixes = jvm.org.apache.hudi.common.data.HoodieListData.eager(keys)
+    out = {}
+    for record in md.getRecordsByKeyPrefixes(prefixes, "record_index", False).collectAsList().toArray():
+        payload = record.getData()
+        if payload.isDeleted():
+            continue
+        loc = payload.getRecordGlobalLocation()
+        key = str(record.getRecordKey())
+        if key in out:
+            raise RuntimeError(f"Java's record-index scan returned key {key!r} twice")
+        out[key] = (str(loc.getPartitionPath()), str(loc.getFileId()), str(loc.getInstantTime()))
+    return out
 
 
 def _committed_data_file(name: str, completed: set, first_active: str | None) -> bool:

@@ -148,13 +148,27 @@ class JavaHudi:
         slices and base files: MDT-backed == storage-backed): {"ok", "errors", "checked"}."""
         return self.call("validate_metadata", path=str(path))
 
+    def validate_record_index(self, path) -> dict:
+        """Hudi's metadata-table validator's record-index checks: every live key (Java's snapshot)
+        looked up through Java's record-index reader at its partition and file id, no entry for a
+        key that is not live, as many entries as keys: {"ok", "errors", "checked": {"keys",
+        "index_entries", "after_latest"}} (docs/hudi/metadata-table-oracle.md#the-record-index-check)."""
+        return self.call("validate_record_index", path=str(path))
+
     def assert_metadata_valid(self, path) -> dict:
-        """validate_metadata, failing with Java's findings; returns what was checked."""
+        """validate_metadata, and validate_record_index when hoodie.properties lists record_index,
+        failing with Java's findings; returns what was checked (the record index's under
+        "record_index")."""
         r = self.validate_metadata(path)
-        assert r["ok"], f"Java Hudi {self.version} rejects the metadata table of {path}:\n" + "\n".join(
-            r["errors"]
+        errors, checked = list(r["errors"]), dict(r["checked"])
+        if "record_index" in r["mdt_partitions"]:
+            ri = self.validate_record_index(path)
+            errors += ri["errors"]
+            checked["record_index"] = ri["checked"]
+        assert not errors, f"Java Hudi {self.version} rejects the metadata table of {path}:\n" + "\n".join(
+            errors
         )
-        return r["checked"]
+        return checked
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -232,6 +232,12 @@ def table_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def progress(name: str, figures: dict) -> None:
+    """One measured row as soon as it is known: a long run cut short keeps what it measured."""
+    shown = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items())
+    print(f"measured {name}: {shown}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="2000000,20000000")
@@ -299,6 +305,7 @@ def main() -> int:
                         "size": size,
                         **tagging,
                     }
+                    progress(f"{name} {count}", results[f"{name} {count}"])
                 shutil.rmtree(path)
             if java is not None:
                 path = work / f"java-record_index-{n}"
@@ -318,9 +325,9 @@ def main() -> int:
                                          mode="append")["seconds"]  # fmt: skip
                     updated += count
                     check(path, n, updated, f"Hudi {args.hudi} record_index")
-                    results[f"hudi {args.hudi} record_index {count}"] = {
-                        "load_s": load_s, "upsert_s": upsert_s, "size": size
-                    }  # fmt: skip
+                    key = f"hudi {args.hudi} record_index {count}"
+                    results[key] = {"load_s": load_s, "upsert_s": upsert_s, "size": size}
+                    progress(key, results[key])
                 shutil.rmtree(path)
             rows = []
             for name, r in results.items():

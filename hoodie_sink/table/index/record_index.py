@@ -56,6 +56,15 @@ def check_usable(table_uri: str, record_index_enabled: bool, keeps_metadata: boo
         )
 
 
+def record_index_built(storage: Storage) -> bool:
+    """Whether the table's properties list the metadata table's `record_index` partition (no
+    table yet: False, every key is an insert)."""
+    try:
+        return RECORD_INDEX in listed_partitions(read_data_properties(storage))
+    except FileNotFoundError:
+        return False
+
+
 @dataclass(frozen=True)
 class RecordIndex:
     name: str = "record_index"
@@ -75,7 +84,7 @@ class RecordIndex:
     def lookup_groups(self, storage: Storage) -> int | None:
         """The record index's file-group count once it is built (before, keys are found as
         GLOBAL_BLOOM finds them, and the key's own hash is as good as any)."""
-        if not RecordIndexLocator(storage, []).built:
+        if not record_index_built(storage):
             return None
         return load_record_index_files(storage).file_group_count
 
@@ -113,10 +122,7 @@ class RecordIndexLocator(KeyIndex):
         creates the table): until then the keys are found as GLOBAL_BLOOM finds them, which is the
         same answer (a key is unique in the table)."""
         if self._built is None:
-            try:
-                self._built = RECORD_INDEX in listed_partitions(read_data_properties(self.storage))
-            except FileNotFoundError:
-                self._built = False  # no table yet: every key is an insert
+            self._built = record_index_built(self.storage)
         return self._built
 
     def tag(self, keys: pa.Array, partition_paths: pa.Array | None = None) -> TagResult:

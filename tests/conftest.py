@@ -61,16 +61,17 @@ def pytest_configure(config):
             )
         return
     registry = basetemp / "s3-redirect.json"
-    port = s3_server.free_port()
+    # The endpoint is written when the server starts (on first use): a port chosen now could be
+    # taken by another process by then (tests/support/s3_server.py, `start`).
     s3_redirect.write_registry(
         registry,
-        endpoint=f"http://127.0.0.1:{port}",
+        endpoint="",
         access_key=s3_server.ACCESS_KEY,
         secret_key=s3_server.SECRET_KEY,
         basedir=str(basetemp.parent),
     )
     os.environ[s3_redirect.REGISTRY_ENV] = str(registry)
-    _S3.update(registry=registry, basetemp=basetemp, port=port)
+    _S3.update(registry=registry, basetemp=basetemp)
     s3_redirect.install()
     if config.getoption("storage") == "s3":
         _server()
@@ -80,7 +81,8 @@ def pytest_configure(config):
 def _server() -> s3_server.S3Server:
     if "server" not in _S3:
         basetemp = _S3["basetemp"]
-        _S3["server"] = s3_server.start(basetemp.parent, state_dir=basetemp, port=_S3["port"])
+        _S3["server"] = s3_server.start(basetemp.parent, state_dir=basetemp)
+        s3_redirect.set_endpoint(_S3["registry"], _S3["server"].endpoint)
     return _S3["server"]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 REGISTRY_ENV = "HOODIE_TEST_S3_REGISTRY"
 SITE_DIR = Path(__file__).with_name("s3site")
 
-_cache: tuple[float, dict] | None = None
+_cache: tuple[tuple[int, int], dict] | None = None
 
 
 def write_registry(path: Path, *, endpoint: str, access_key: str, secret_key: str, basedir: str) -> None:
@@ -44,7 +44,7 @@ def write_registry(path: Path, *, endpoint: str, access_key: str, secret_key: st
 
 def _update(path: Path, change) -> None:
     data = json.loads(path.read_text())
-    change(data["prefixes"])
+    change(data)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)  # readers in other processes never see it half-written
@@ -52,11 +52,18 @@ def _update(path: Path, change) -> None:
 
 def register(path: Path, prefix: Path) -> None:
     """Send the tables under `prefix` (a folder in the bucket) through S3."""
-    _update(path, lambda ps: ps.append(str(prefix)))
+    _update(path, lambda data: data["prefixes"].append(str(prefix)))
 
 
 def unregister(path: Path, prefix: Path) -> None:
-    _update(path, lambda ps: ps.remove(str(prefix)) if str(prefix) in ps else None)
+    _update(
+        path, lambda data: data["prefixes"].remove(str(prefix)) if str(prefix) in data["prefixes"] else None
+    )
+
+
+def set_endpoint(path: Path, endpoint: str) -> None:
+    """Point the redirect at the server, once it is up on its port."""
+    _update(path, lambda data: data.update(endpoint=endpoint))
 
 
 def _registry() -> dict | None:
@@ -65,11 +72,14 @@ def _registry() -> dict | None:
     if not name:
         return None
     try:
-        mtime = os.stat(name).st_mtime_ns
+        st = os.stat(name)
     except FileNotFoundError:
         return None
-    if _cache is None or _cache[0] != mtime:
-        _cache = (mtime, json.loads(Path(name).read_text()))
+    # Each update replaces the file, so its inode tells changes apart that the coarse clock of
+    # file times (a few ms) would not.
+    version = (st.st_ino, st.st_mtime_ns)
+    if _cache is None or _cache[0] != version:
+        _cache = (version, json.loads(Path(name).read_text()))
     return _cache[1]
 
 

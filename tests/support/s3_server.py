@@ -16,6 +16,8 @@ import os
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,11 +81,26 @@ def start(
     basedir: Path, state_dir: Path | None = None, port: int | None = None, timeout_s: float = 60.0
 ) -> S3Server:
     """Start s3proxy with its buckets under `basedir` (its configuration and log in `state_dir`,
-    default basedir's parent); returns once it answers on its port."""
+    default basedir's parent); returns once it answers S3 requests on its port.
+
+    A port found free can be taken by another process before s3proxy binds it (Spark and the Java
+    servers open ephemeral ports all the time): s3proxy then exits with "Failed to bind" while the
+    other process accepts our connections, and every request times out.  So readiness is an HTTP
+    answer from a live s3proxy, not an open port, and a lost bind is retried on a new port (unless
+    the caller fixed the port)."""
     jar = fetch_jars.fetch("s3proxy")
     basedir.mkdir(parents=True, exist_ok=True)
     state_dir = state_dir or basedir.parent
-    port = port or free_port()
+    attempts = 1 if port else 5
+    for _attempt in range(attempts):
+        server = _launch(jar, basedir, state_dir, port or free_port(), timeout_s)
+        if server is not None:
+            return server
+    raise RuntimeError(f"s3proxy lost the race for a free port {attempts} times; see its logs in {state_dir}")
+
+
+def _launch(jar: Path, basedir: Path, state_dir: Path, port: int, timeout_s: float) -> S3Server | None:
+    """One s3proxy on `port`: the server once it answers, None if another process had the port."""
     endpoint = f"http://127.0.0.1:{port}"
     conf = state_dir / f"s3proxy-{port}.conf"
     conf.write_text(
@@ -101,7 +118,8 @@ def start(
         )
         + "\n"
     )
-    log = open(state_dir / f"s3proxy-{port}.log", "wb")  # noqa: SIM115 - the server's lifetime
+    log_path = state_dir / f"s3proxy-{port}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - the server's lifetime
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
     proc = subprocess.Popen(
         [java, "-Xmx256m", "-jar", str(jar), "--properties", str(conf)],
@@ -111,11 +129,24 @@ def start(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"s3proxy exited with {proc.returncode}; see {log.name}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return S3Server(endpoint, basedir, proc)
-        except OSError:
-            time.sleep(0.1)
+            if b"Failed to bind" in log_path.read_bytes():
+                return None
+            raise RuntimeError(f"s3proxy exited with {proc.returncode}; see {log_path}")
+        if _answers(endpoint) and proc.poll() is None:
+            return S3Server(endpoint, basedir, proc)
+        time.sleep(0.1)
     proc.kill()
-    raise RuntimeError(f"s3proxy did not answer on {endpoint} within {timeout_s:.0f} s; see {log.name}")
+    raise RuntimeError(f"s3proxy did not answer on {endpoint} within {timeout_s:.0f} s; see {log_path}")
+
+
+def _answers(endpoint: str) -> bool:
+    """Whether an S3 server answers at `endpoint`: an unsigned request is refused with an S3 error
+    document (403), which only an S3 server sends."""
+    try:
+        with urllib.request.urlopen(endpoint + "/", timeout=2) as resp:
+            body = resp.read()
+    except urllib.error.HTTPError as e:
+        body = e.read()
+    except OSError:
+        return False
+    return b"<Error>" in body or b"ListAllMyBucketsResult" in body

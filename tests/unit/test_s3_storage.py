@@ -197,3 +197,25 @@ def test_a_completed_instant_on_s3_is_published_once_and_never_overwritten(tmp_p
     with pytest.raises(HoodieCommitStateUnknown):
         store.complete(inflight, b'{"a": 2}')
     assert storage.read_bytes(store.path(inflight.with_state(COMPLETED))) == b'{"a": 1}'
+
+
+def test_the_test_server_starts_on_another_port_when_its_port_was_taken_and_never_trusts_a_stranger(tmp_path):
+    """Test infrastructure (stop 33's CI failure): a port found free was taken by another process
+    before s3proxy bound it; the other process accepted connections and every S3 request of the
+    worker timed out.  Readiness must be an S3 answer from our server, and a lost bind a retry."""
+    import socket
+
+    from tests.support import s3_server
+
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.listen()
+        taken = stranger.getsockname()[1]
+        with pytest.raises(RuntimeError, match="lost the race"):
+            s3_server.start(tmp_path / "b", state_dir=tmp_path, port=taken, timeout_s=30)
+        server = s3_server.start(tmp_path / "b", state_dir=tmp_path, timeout_s=30)
+    try:
+        assert server.endpoint != f"http://127.0.0.1:{taken}"
+        assert s3_server._answers(server.endpoint)
+    finally:
+        server.stop()

@@ -17,6 +17,7 @@ delete it whole.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 
 import pyarrow as pa
@@ -25,12 +26,17 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat, 
 from hoodie_sink.table.format.file_group import LogFile
 from hoodie_sink.table.format.log_format import block_instants, encode_block
 from hoodie_sink.table.format.metadata_blocks import metadata_data_block
-from hoodie_sink.table.format.metadata_keys import FILES, RECORD_INDEX
+from hoodie_sink.table.format.metadata_keys import FILES, RECORD_INDEX, file_group_indexes
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_record_index import record_index_layout
 from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
-from hoodie_sink.table.format.metadata_slices import MetadataSlice, committed_base_instants, latest_slice
+from hoodie_sink.table.format.metadata_slices import (
+    MetadataSlice,
+    committed_base_instants,
+    latest_slice,
+    partition_slices,
+)
 from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
 from hoodie_sink.table.format.record_index import (
     KEY,
@@ -61,10 +67,15 @@ def metadata_lock(storage: Storage) -> AbstractContextManager[None]:
 
 
 def write_deltacommit(
-    storage: Storage, instant: str, change: FilesChange, record_index: RecordIndexChange | None = None
+    storage: Storage,
+    instant: str,
+    change: FilesChange,
+    record_index: RecordIndexChange | None = None,
+    hashed: Mapping[str, list[MetadataRecord]] | None = None,
 ) -> None:
-    """Record `change` (and `record_index`, when the table keeps one) in the metadata table as
-    deltacommit `instant` (the data instant's time)."""
+    """Record `change` (and `record_index`, when the table keeps one, and `hashed`: the records of
+    the column_stats partition, when kept) in the metadata table as deltacommit `instant` (the data
+    instant's time): one deltacommit for every partition, so a reader sees all or none."""
     mdt = metadata_storage(storage)
     timeline = Timeline.load(mdt)
     if timeline.states_of(instant):  # a retry of this instant, or what a failed attempt left
@@ -80,6 +91,8 @@ def write_deltacommit(
         stats.append(append_block(mdt, timeline, FILES_PARTITION, FILES_FILE_ID, instant, records))
     if record_index is not None and not record_index.empty:
         stats.extend(append_record_index(mdt, timeline, instant, record_index))
+    for partition, hashed_records in sorted((hashed or {}).items()):
+        stats.extend(append_hashed(mdt, timeline, partition, instant, hashed_records))
     md = CommitMetadata(
         operation_type=UPSERT_PREPPED, write_stats=stats, extra_metadata={"schema": COMMIT_SCHEMA_JSON}
     )
@@ -109,6 +122,28 @@ def append_block(
     return _write_log(
         mdt, partition, current, encode_block(metadata_data_block(records, instant)), len(records)
     )
+
+
+def append_hashed(
+    mdt: Storage, timeline: Timeline, partition: str, instant: str, records: list[MetadataRecord]
+) -> list[WriteStat]:
+    """One log file per touched file group of a hashed partition (column_stats): each record goes
+    to the file group its key hashes to (docs/hudi/metadata-table.md#file-groups), among the file
+    groups the partition has; one HFILE_DATA block each."""
+    if not records:
+        return []
+    names = [(info.base_name, int(info.size or 0)) for info in mdt.list_dir(partition) if info.is_file]
+    slices = partition_slices(partition, names, committed_base_instants(timeline, names))
+    if not slices:
+        raise FileNotFoundError(f"Metadata table {mdt.base_uri}: partition {partition} has no file group.")
+    groups = file_group_indexes(pa.array([r.key for r in records], pa.string()), len(slices))
+    by_group: dict[int, list[MetadataRecord]] = {}
+    for record, index in zip(records, groups.tolist(), strict=True):
+        by_group.setdefault(index, []).append(record)
+    return [
+        _write_log(mdt, partition, slices[i], encode_block(metadata_data_block(rs, instant)), len(rs))
+        for i, rs in sorted(by_group.items())
+    ]
 
 
 def append_record_index(

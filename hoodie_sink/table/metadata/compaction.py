@@ -26,7 +26,7 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat
 from hoodie_sink.table.format.compaction_plan import CompactionOperation, encode_compaction_plan
 from hoodie_sink.table.format.metadata_blocks import metadata_hfile
 from hoodie_sink.table.format.metadata_instants import latest_compaction_time
-from hoodie_sink.table.format.metadata_keys import COLUMN_STATS, RECORD_INDEX
+from hoodie_sink.table.format.metadata_keys import BLOOM_FILTERS, COLUMN_STATS, RECORD_INDEX
 from hoodie_sink.table.format.metadata_listing import (
     FILES_FILE_ID,
     read_files_partition,
@@ -105,11 +105,11 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
         log_bytes=sum(lf.size for lf in current.log_files),
     )
     record_index = record_index_layout(mdt, timeline) if mdt.is_dir(RECORD_INDEX) else None
-    column_stats = _hashed_slices(mdt, timeline, COLUMN_STATS)
+    hashed = [(p, sl) for p in (BLOOM_FILTERS, COLUMN_STATS) for sl in _hashed_slices(mdt, timeline, p)]
     operations = [
         operation,
         *(_operation(sl) for sl in (record_index.slices if record_index else [])),
-        *(_operation(sl, COLUMN_STATS) for sl in column_stats),
+        *(_operation(sl, p) for p, sl in hashed),
     ]
     store = TimelineStore(mdt, zone="UTC")
     requested = store.create_requested(instant, COMPACTION, encode_compaction_plan(operations))
@@ -133,12 +133,12 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
         },
     )
     stats = [stat]
-    if record_index is not None or column_stats:
+    if record_index is not None or hashed:
         _, valid, latest = reader_instants(storage, data_timeline)
         for sl in record_index.slices if record_index is not None else []:
             stats.append(_compact_record_index(mdt, sl, valid, latest, instant))
-        for sl in column_stats:
-            stats.append(_compact_records(mdt, COLUMN_STATS, sl, valid, latest, instant))
+        for partition, sl in hashed:
+            stats.append(_compact_records(mdt, partition, sl, valid, latest, instant))
     md = CommitMetadata(
         operation_type=COMPACT,
         write_stats=stats,
@@ -177,7 +177,7 @@ def _hashed_slices(mdt: Storage, timeline: Timeline, partition: str) -> list[Met
 def _compact_records(
     mdt: Storage, partition: str, current: MetadataSlice, valid: set[str], latest: str, instant: str
 ) -> WriteStat:
-    """One file group of a partition of Python-object records (column_stats) merged into an HFile
+    """One file group of a partition of Python-object records (column_stats, bloom_filters) merged into an HFile
     base file, tombstones left out (an empty HFile for a file group left without records, as for
     the record index)."""
     merged = read_slice_records(mdt, partition, current, valid, latest)
@@ -263,7 +263,7 @@ def _without_tombstones(record: MetadataRecord) -> MetadataRecord:
 def _remove_failed_compaction(mdt: Storage, instant: str) -> None:
     """A compaction that did not complete: its base file (never read: its commit is missing) goes,
     then its plan, so it is scheduled afresh."""
-    for partition in (FILES_PARTITION, RECORD_INDEX, COLUMN_STATS):
+    for partition in (FILES_PARTITION, RECORD_INDEX, COLUMN_STATS, BLOOM_FILTERS):
         for info in mdt.list_dir(partition) if mdt.is_dir(partition) else []:
             if info.is_file and info.base_name.endswith(f"_{instant}.hfile"):
                 mdt.delete(f"{partition}/{info.base_name}")

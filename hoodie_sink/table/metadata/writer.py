@@ -127,7 +127,7 @@ def append_block(
 def append_hashed(
     mdt: Storage, timeline: Timeline, partition: str, instant: str, records: list[MetadataRecord]
 ) -> list[WriteStat]:
-    """One log file per touched file group of a hashed partition (column_stats): each record goes
+    """One log file per touched file group of a hashed partition (column_stats, bloom_filters): each record goes
     to the file group its key hashes to (docs/hudi/metadata-table.md#file-groups), among the file
     groups the partition has; one HFILE_DATA block each."""
     if not records:

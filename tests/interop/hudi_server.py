@@ -265,6 +265,70 @@ def metadata_listing(path: str) -> dict:
     }
 
 
+def read_filtered(path: str, out: str, where: str, options: dict | None = None) -> dict:
+    """spark.read.format("hudi") with a filter (a SQL expression), e.g. with hoodie.enable.data.skipping
+    and the column stats index on: Java prunes files by the metadata table's column_stats partition
+    -> one Parquet file of the matching rows."""
+    df = SPARK.read.format("hudi").options(**(options or {})).load(path).filter(where)
+    df.coalesce(1).write.mode("overwrite").parquet(out)
+    return {"rows": df.count(), "out": out}
+
+
+def _file_pairs(files: list):
+    jvm = SPARK._jvm
+    pairs = jvm.java.util.ArrayList()
+    for partition, name in files:
+        pairs.add(jvm.org.apache.hudi.common.util.collection.Pair.of(partition, name))
+    return pairs
+
+
+def column_stats(path: str, files: list, columns: list) -> dict:
+    """Java's merged view of the column_stats partition (HoodieTableMetadata.getColumnStats) for
+    `files` ([[partition, file name], ...]) and `columns`: {"<partition>/<file>": {column: [min, max,
+    null count, value count]}}, bounds unwrapped (py4j converts Java numbers and strings); a file or
+    column without a live record is absent."""
+    md = _table_metadata(_meta_client(path), metadata=True)
+    out: dict = {}
+    try:
+        pairs = _file_pairs(files)
+        for column in columns:
+            found = md.getColumnStats(pairs, column)
+            for entry in found.entrySet().toArray():
+                key, stats = entry.getKey(), entry.getValue()
+                name = f"{key.getLeft()}/{key.getRight()}" if key.getLeft() else str(key.getRight())
+                lo, hi = stats.getMinValue(), stats.getMaxValue()
+                out.setdefault(name, {})[column] = [
+                    None if lo is None else _plain(lo.get("value")),
+                    None if hi is None else _plain(hi.get("value")),
+                    stats.getNullCount(),
+                    stats.getValueCount(),
+                ]
+    finally:
+        md.close()
+    return out
+
+
+def bloom_filters(path: str, files: list) -> dict:
+    """Java's view of the bloom_filters partition (HoodieTableMetadata.getBloomFilters) for `files`
+    ([[partition, file name], ...]): {"<partition>/<file>": the filter serialised as in a footer}."""
+    md = _table_metadata(_meta_client(path), metadata=True)
+    try:
+        found = md.getBloomFilters(_file_pairs(files))
+        out = {}
+        for entry in found.entrySet().toArray():
+            key = entry.getKey()
+            name = f"{key.getLeft()}/{key.getRight()}" if key.getLeft() else str(key.getRight())
+            out[name] = str(entry.getValue().serializeToString())
+        return out
+    finally:
+        md.close()
+
+
+def _plain(value):
+    """A Java value py4j did not convert (Utf8, ByteBuffer, BigDecimal) as a plain string."""
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+
+
 def storage_listing(path: str) -> dict:
     """The same listing from storage (FileSystemBackedTableMetadata, what Java uses with the MDT
     off): {"partitions": {partition: [[file name, size], ...] sorted}}; every file in the partition
@@ -473,6 +537,9 @@ OPS = {
         savepoints,
         restores,
         metadata_listing,
+        read_filtered,
+        column_stats,
+        bloom_filters,
         storage_listing,
         file_slices_via_metadata,
         metadata_timeline,
@@ -635,6 +702,10 @@ def _session(jar: str, tz: str | None, driver_memory: str):
     from pyspark.sql import SparkSession
 
     java_opts = f"-Duser.timezone={tz}" if tz else ""
+    # Java 17 closes java.util.concurrent.locks to reflection; Hudi 0.15's BLOOM index with
+    # hoodie.bloom.index.use.metadata broadcasts a file-system view (SparkHoodieBloomIndexHelper) whose
+    # ReentrantReadWriteLock Kryo's FieldSerializer must open (InaccessibleObjectException without it)
+    java_opts += " --add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED"
     return (
         SparkSession.builder.master("local[2]").appName("java-hudi-oracle")
         .config("spark.jars", jar)

@@ -118,6 +118,26 @@ class JavaHudi:
         out.rmdir()
         return t
 
+    def read_filtered(self, path, where: str, **options) -> pa.Table:
+        """Java's snapshot read with a filter (a SQL expression); with hoodie.enable.data.skipping and
+        the column stats index on, Java prunes files by the metadata table's statistics."""
+        out = self.scratch / f"out-{uuid.uuid4().hex}"
+        opts = {k: str(v) for k, v in options.items()}
+        self.call("read_filtered", path=str(path), out=str(out), where=where, options=opts)
+        t = pq.read_table(out)
+        for f in out.iterdir():
+            f.unlink()
+        out.rmdir()
+        return t
+
+    def column_stats(self, path, files: list[tuple[str, str]], columns: list[str]) -> dict:
+        """Java's merged column statistics: {"<partition>/<file>": {column: [min, max, nulls, values]}}."""
+        return self.call("column_stats", path=str(path), files=[list(f) for f in files], columns=columns)
+
+    def bloom_filters(self, path, files: list[tuple[str, str]]) -> dict:
+        """Java's bloom filters from the metadata table: {"<partition>/<file>": serialised filter}."""
+        return self.call("bloom_filters", path=str(path), files=[list(f) for f in files])
+
     def timeline(self, path, completed_only: bool = True) -> list[tuple[str, str, str]]:
         return [tuple(i) for i in self.call("timeline", path=str(path), completed_only=completed_only)]
 

@@ -46,6 +46,9 @@ class Combination:
     move: bool = False  # hoodie.bloom.index.update.partition.path (GLOBAL_BLOOM)
     metadata: bool = False  # hoodie.metadata.enable: Hudi's metadata table kept, listings read from it
     record_index: bool = False  # hoodie.metadata.record.index.enable: its record_index partition kept too
+    # hoodie.metadata.index.column.stats.enable and .bloom.filter.enable: both partitions kept too, and
+    # the bloom indexes read them (hoodie.bloom.index.use.metadata)
+    column_stats: bool = False
 
     @property
     def mor(self) -> bool:
@@ -54,7 +57,8 @@ class Combination:
     def __str__(self) -> str:
         move, metadata = "-move" if self.move else "", "-mdt" if self.metadata else ""
         rli = "-rli" if self.record_index else ""
-        return f"{'mor' if self.mor else 'cow'}-{self.index}{move}{metadata}{rli}"
+        stats = "-colstats-blooms" if self.column_stats else ""
+        return f"{'mor' if self.mor else 'cow'}-{self.index}{move}{metadata}{rli}{stats}"
 
 
 COMBINATIONS = [
@@ -82,6 +86,16 @@ RECORD_INDEX_COMBINATIONS = [
         ("record_index", True),
         ("record_index", False),
     )
+]
+
+# with the column_stats and bloom_filters partitions kept as well (issue 29, item 3), the bloom indexes
+# tagging through them: a partition-scoped and a global index, both table types; one variant with the
+# record index too (all four partitions kept)
+COLUMN_STATS_COMBINATIONS = [
+    Combination("COPY_ON_WRITE", "bloom", metadata=True, column_stats=True),
+    Combination("MERGE_ON_READ", "bloom", metadata=True, column_stats=True),
+    Combination("MERGE_ON_READ", "global_bloom", True, metadata=True, column_stats=True),
+    Combination("COPY_ON_WRITE", "global_bloom", True, metadata=True, record_index=True, column_stats=True),
 ]
 
 
@@ -130,6 +144,13 @@ class SequenceRun:
                 "hoodie.metadata.record.index.min.filegroup.count": "3",  # keys spread over groups
                 "hoodie.metadata.record.index.max.filegroup.count": "3",
             }
+        if self.combo.column_stats:
+            self.options |= {
+                "hoodie.metadata.index.column.stats.enable": "true",
+                "hoodie.metadata.index.bloom.filter.enable": "true",
+            }
+            if self.combo.index in ("bloom", "global_bloom"):
+                self.options |= {"hoodie.bloom.index.use.metadata": "true"}
         self.cfg = WriteConfig.from_options(self.options, path=self.path)
         self.storage = Storage(self.path)
         self.dead: list[str] = []  # instants of killed writes, still pending
@@ -244,7 +265,8 @@ class SequenceRun:
     def check(self, every_instant: bool) -> None:
         model = self.model
         if self.combo.metadata:  # the metadata table lists what storage holds, every step
-            found = [v for v in validate_table(self.storage) if v.check in ("metadata-table", "record-index")]
+            checks = ("metadata-table", "record-index", "column-stats", "bloom-filters")
+            found = [v for v in validate_table(self.storage) if v.check in checks]
             assert not found, f"the metadata table differs from storage: {found[:5]}"
         theirs, ours = read_both(self.path)  # hudi-rs and ours agree, meta columns included
         snap = model.snapshot()

@@ -82,7 +82,8 @@ ACCEPTED = {
 
 REFUSED = {
     "hoodie.metadata.record.index.max.parallelism": "8",
-    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.index.async": "true",
+    "hoodie.metadata.index.column.stats.unknown": "1",
     "hoodie.datasource.hive_sync.enable": "true",
     "hoodie.datasource.write.reconcile.schema": "true",
     "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
@@ -114,6 +115,29 @@ def test_options_that_would_change_results_are_refused_by_name(tmp_path, key):
         WriteConfig.from_options({**OPTS, key: REFUSED[key]}, path=str(tmp_path / "t"))
     msg = str(e.value)
     assert key in msg and REFUSED[key] in msg and "not supported" in msg
+
+
+def test_column_stats_options_are_parsed_once_with_hudi_defaults(tmp_path):
+    cfg = WriteConfig.from_options(OPTS, path=str(tmp_path / "t"))
+    assert (cfg.column_stats_enable, cfg.column_stats_columns, cfg.column_stats_file_groups) == (False, (), 2)
+    cfg = WriteConfig.from_options(
+        {
+            **OPTS,
+            "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.metadata.index.column.stats.column.list": "id, ts",
+            "hoodie.metadata.index.column.stats.file.group.count": "3",
+            "hoodie.metadata.index.column.stats.parallelism": "10",  # Java's Spark parallelism: no effect
+        },
+        path=str(tmp_path / "t"),
+    )
+    assert (cfg.column_stats_enable, cfg.column_stats_columns, cfg.column_stats_file_groups) == (
+        True, ("id", "ts"), 3)  # fmt: skip
+    assert cfg.log_column_stats == ("id", "ts")
+    with pytest.raises(HoodieConfigError, match="needs the metadata table"):
+        WriteConfig.from_options(
+            {**OPTS, "hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.enable": "false"},
+            path=str(tmp_path / "t"),
+        )
 
 
 def test_cleaning_and_archival_settings_are_parsed_once_with_hudi_defaults(tmp_path):

@@ -19,6 +19,7 @@ import os
 import pytest
 
 from tests.support.sequence_runner import (
+    COLUMN_STATS_COMBINATIONS,
     COMBINATIONS,
     METADATA_COMBINATIONS,
     RECORD_INDEX_COMBINATIONS,
@@ -61,4 +62,18 @@ def test_random_sequences_with_the_record_index_match_the_model(tmp_path, combo,
     clustering, cleaning, archival, savepoint and restore, and a killed write.  With RECORD_INDEX
     tagging, inserts bring new keys only (each once): a key stored twice is indexed at one of its
     copies, as in Hudi, and the model does not follow which (a known gap of this test)."""
+    SequenceRun(str(tmp_path / "t"), combo, seed, frozenset(KNOWN_GAPS.keys() - CHECKED)).run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("combo", COLUMN_STATS_COMBINATIONS, ids=str)
+def test_random_sequences_with_column_stats_match_the_model(tmp_path, combo, seed):
+    """The same sequences with the metadata table's column_stats and bloom_filters partitions kept
+    (issue 29, item 3), and the bloom indexes tagging with their ranges and filters
+    (hoodie.bloom.index.use.metadata): after every step the merged records are the statistics and
+    filters the listed files give (footers, log files' rows), and no cleaned file keeps live ones
+    (validation's column-stats and bloom-filters checks), through inserts, updates, deletes,
+    compaction, clustering, cleaning, archival, savepoint and restore, and a killed write; the
+    metadata table's own compaction (every 3 deltacommits) folds them into HFile base files."""
     SequenceRun(str(tmp_path / "t"), combo, seed, frozenset(KNOWN_GAPS.keys() - CHECKED)).run()

@@ -36,8 +36,12 @@ class WriteStat:
     max_record_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # MOR: logVersion, baseFile, logFiles, ...
     # the written file's column statistics, for the metadata table's column_stats partition
-    # (format/column_stats.py): computed by the task that wrote it, never part of the JSON
-    column_stats: tuple[ColumnStatsInfo, ...] = field(default=(), compare=False)
+    # (format/column_stats.py): computed by the task that wrote it, never part of the JSON;
+    # None: not computed (the write did not keep column_stats)
+    column_stats: tuple[ColumnStatsInfo, ...] | None = field(default=None, compare=False)
+    # a written base file's bloom filter (type code, footer text), for the bloom_filters partition:
+    # taken by the task from the footer it wrote; None: not taken
+    bloom_filter: tuple[str, str] | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out = {

@@ -31,7 +31,12 @@ from hoodie_sink.table.format.metadata_keys import (
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_merge import Version, live_files, merge_slice
 from hoodie_sink.table.format.metadata_records import CorruptMetadataRecord, MetadataRecord
-from hoodie_sink.table.format.metadata_slices import committed_base_instants, file_ids_in, latest_slice
+from hoodie_sink.table.format.metadata_slices import (
+    MetadataSlice,
+    committed_base_instants,
+    file_ids_in,
+    latest_slice,
+)
 from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.rollback_metadata import decode_rollback_metadata
 from hoodie_sink.table.format.savepoint_metadata import decode_restore_metadata
@@ -69,22 +74,29 @@ def read_partition(storage: Storage, data_timeline: Timeline, partition: str) ->
         if current is None:
             continue
         found = True
-        base: dict[str, MetadataRecord] = {}
-        try:
-            if current.base_file is not None:
-                rel = f"{partition}/{current.base_file.name}"
-                base = {r.key: r for r in read_metadata_hfile(mdt.read_bytes(rel), mdt.full(rel))}
-            versions: dict[str, list[Version]] = {}
-            for block in _applied_blocks(mdt, current.log_files, valid, latest):
-                for record in block.records:
-                    versions.setdefault(record.key, []).append(record)
-                for key in block.deleted_keys:
-                    versions.setdefault(key, []).append(None)
-        except (CorruptHFile, CorruptLogBlock, CorruptMetadataRecord, ValueError) as e:
-            raise HoodieTableError(f"Corrupt metadata table at {mdt.base_uri}: {e}") from e
-        for key in base.keys() | versions.keys():
-            out[key] = merge_slice(base.get(key), versions.get(key, ()))
+        out.update(read_slice_records(mdt, partition, current, valid, latest))
     return out if found else None
+
+
+def read_slice_records(
+    mdt: Storage, partition: str, current: MetadataSlice, valid: set[str], latest: str
+) -> Records:
+    """The merged records of one file group's latest slice (the base file, then the blocks a reader
+    applies, oldest first)."""
+    base: dict[str, MetadataRecord] = {}
+    try:
+        if current.base_file is not None:
+            rel = f"{partition}/{current.base_file.name}"
+            base = {r.key: r for r in read_metadata_hfile(mdt.read_bytes(rel), mdt.full(rel))}
+        versions: dict[str, list[Version]] = {}
+        for block in _applied_blocks(mdt, current.log_files, valid, latest):
+            for record in block.records:
+                versions.setdefault(record.key, []).append(record)
+            for key in block.deleted_keys:
+                versions.setdefault(key, []).append(None)
+    except (CorruptHFile, CorruptLogBlock, CorruptMetadataRecord, ValueError) as e:
+        raise HoodieTableError(f"Corrupt metadata table at {mdt.base_uri}: {e}") from e
+    return {key: merge_slice(base.get(key), versions.get(key, ())) for key in base.keys() | versions.keys()}
 
 
 def reader_instants(storage: Storage, data_timeline: Timeline) -> tuple[Timeline, set[str], str]:

@@ -15,7 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hoodie_sink.table.format.file_group import LogFile
-from hoodie_sink.table.format.metadata_layout import metadata_base_file_name, parse_metadata_base_file_name
+from hoodie_sink.table.format.metadata_layout import (
+    metadata_base_file_name,
+    metadata_file_id,
+    parse_metadata_base_file_name,
+)
 from hoodie_sink.table.format.timeline.instant import COMMIT, DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline
 
@@ -112,3 +116,23 @@ def latest_slice(
         (lf for lf in logs if lf.base_instant == base_instant), key=lambda lf: (lf.version, lf.write_token)
     )
     return MetadataSlice(file_id, base_instant, base, in_slice)
+
+
+def partition_slices(
+    partition: str, names: list[tuple[str, int]], completed: set[str]
+) -> list[MetadataSlice]:
+    """The latest slice of every file group of a hashed partition (column_stats, bloom_filters,
+    record_index), in file-group order: `<prefix><index %04d>-0` for index 0..n-1, n the number
+    of file groups with a file (fixed at the partition's initialisation; Java's writers hash into
+    the file groups that exist).  A gap in the numbering is an error: keys would hash elsewhere."""
+    ids = file_ids_in(partition, names)
+    slices = []
+    for index in range(len(ids)):
+        file_id = metadata_file_id(partition, index)
+        current = latest_slice(partition, file_id, names, completed)
+        if current is None:
+            raise ValueError(
+                f"metadata partition {partition}: file group {file_id} has no file though {len(ids)} exist"
+            )
+        slices.append(current)
+    return slices

@@ -21,6 +21,8 @@ class BloomIndex:
     bucketed: bool = False
     deletes_need_partition_path: bool = True
     finds_keys_in_base_files_only: bool = False
+    # hoodie.bloom.index.use.metadata: ranges and filters from the metadata table (key_index.py)
+    use_metadata: bool = False
 
     def lookup_groups(self, storage: Storage) -> int | None:
         return None  # the keys' own hash: every tag task reads the footers of every candidate file
@@ -34,7 +36,10 @@ class BloomIndex:
     def locator(
         self, storage: Storage, base_files: list[BaseFile], key_generator: KeyGenerator | None
     ) -> KeyIndex | None:
-        return KeyIndex(storage, base_files, global_index=self.is_global, key_generator=key_generator)
+        return KeyIndex(
+            storage, base_files, global_index=self.is_global, key_generator=key_generator,
+            use_metadata=self.use_metadata,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,12 @@ from hoodie_sink.table.format.file_group import BaseFile
 from hoodie_sink.table.format.keygen import KeyGenerator
 from hoodie_sink.table.format.virtual_keys import key_source_columns, stored_record_keys
 from hoodie_sink.table.index.executor_cache import executor_cache
+from hoodie_sink.table.index.metadata_footers import (
+    MetadataIndexFiles,
+    bloom_filters,
+    file_ranges,
+    load_metadata_index_files,
+)
 from hoodie_sink.table.lru_cache import LRUCache
 from hoodie_sink.table.storage import Storage
 
@@ -117,7 +123,10 @@ class Locations:
 
 
 _FOOTERS = LRUCache(DEFAULT_FOOTER_CACHE_BUDGET)
-_COUNTER_NAMES = ("files_range_pruned", "files_bloom_pruned", "files_probed", "bloom_keys_checked")
+_COUNTER_NAMES = (
+    "files_range_pruned", "files_bloom_pruned", "files_probed", "bloom_keys_checked",
+    "files_ranged_from_metadata", "blooms_from_metadata",
+)  # fmt: skip
 _COUNTERS = dict.fromkeys(_COUNTER_NAMES, 0)
 _COUNTERS_LOCK = threading.Lock()
 _BLOOMS = LRUCache(DEFAULT_BLOOM_CACHE_BUDGET)
@@ -348,23 +357,28 @@ class KeyIndex:
         base_files: list[BaseFile],
         global_index: bool = False,
         key_generator: KeyGenerator | None = None,
+        use_metadata: bool = False,
     ):
         self.storage = storage
         self.base_files = list(base_files)
         self.global_index = bool(global_index)
         # set for a virtual-key table (hoodie.populate.meta.fields=false): stored keys are computed
         self.key_generator = key_generator
+        # hoodie.bloom.index.use.metadata: key ranges and bloom filters from the metadata table
+        # (index/metadata_footers.py), its partitions loaded on first use
+        self.use_metadata = bool(use_metadata)
         self._prepare()
 
     def __getstate__(self) -> dict:
         return {"storage": self.storage, "base_files": self.base_files, "global_index": self.global_index,
-                "key_generator": self.key_generator}  # fmt: skip
+                "key_generator": self.key_generator, "use_metadata": self.use_metadata}  # fmt: skip
 
     def __setstate__(self, state: dict) -> None:
         self.storage = state["storage"]
         self.base_files = state["base_files"]
         self.global_index = state["global_index"]
         self.key_generator = state.get("key_generator")
+        self.use_metadata = state.get("use_metadata", False)
         self._prepare()
 
     def _prepare(self) -> None:
@@ -380,6 +394,8 @@ class KeyIndex:
         self._files_by_part: list[list[int]] = [[] for _ in parts]
         for i, b in enumerate(self._files):
             self._files_by_part[code[b.partition_path]].append(i)
+        self._metadata: MetadataIndexFiles | None = None
+        self._from_metadata: set[int] = set()  # files whose footer entries came from the metadata table
 
     def _cache_key(self, i: int) -> tuple[str, str]:
         return (self.storage.base_uri, self._files[i].path)
@@ -531,14 +547,82 @@ class KeyIndex:
         return groups, codes
 
     def _footers(self, idx: Iterable[int]) -> dict[int, FileFooter]:
-        return _through(_FOOTERS, [(i, self._cache_key(i)) for i in idx],
-                        lambda j: _load_footer(self.storage, self._files[j].path))  # fmt: skip
+        wanted = list(idx)
+        out: dict[int, FileFooter] = {}
+        if self.use_metadata and wanted:
+            out = self._metadata_footers(wanted)
+        rest = [i for i in wanted if i not in out]
+        out.update(
+            _through(
+                _FOOTERS,
+                [(i, self._cache_key(i)) for i in rest],
+                lambda j: _load_footer(self.storage, self._files[j].path),
+            )  # fmt: skip
+        )
+        return out
+
+    def _metadata_files(self) -> MetadataIndexFiles:
+        if self._metadata is None:
+            self._metadata = load_metadata_index_files(self.storage)
+        return self._metadata
+
+    def _metadata_footers(self, idx: list[int]) -> dict[int, FileFooter]:
+        """Row counts and key ranges of the files the column_stats partition has statistics of
+        (index/metadata_footers.py), without their bloom filters (`_blooms` looks those up); kept in
+        the footer cache under a key of their own (a file's statistics never change)."""
+        out: dict[int, FileFooter] = {}
+        missing = []
+        for i in idx:
+            cached = _FOOTERS.get((*self._cache_key(i), "metadata"))
+            if cached is not None:
+                out[i] = cached
+            else:
+                missing.append(i)
+        if missing:
+            ranges = file_ranges(self.storage, self._metadata_files(), [self._files[i] for i in missing])
+            for i, rng in zip(missing, ranges, strict=True):
+                if rng is not None:
+                    ft = FileFooter(rng.num_rows, rng.min_key, rng.max_key)
+                    _FOOTERS.put((*self._cache_key(i), "metadata"), ft, ft.nbytes)
+                    out[i] = ft
+        self._from_metadata.update(out)
+        _count(files_ranged_from_metadata=len(out))
+        return out
+
+    def _blooms(self, idx: list[int], footers: dict[int, FileFooter]) -> dict[int, BloomFilter | None]:
+        """The parsed bloom filters of files `idx`: from the metadata table's bloom_filters partition
+        (hoodie.bloom.index.use.metadata) where the footer's are not at hand, else the footer's; kept
+        in the parsed-filter cache (the two are the same filter)."""
+        out: dict[int, BloomFilter | None] = {}
+        lookup = []
+        for i in idx:
+            key = self._cache_key(i)
+            if self.use_metadata and not footers[i].bloom_text and not _BLOOMS.contains(key):
+                lookup.append(i)
+            else:
+                out[i] = (
+                    footers[i].bloom(key) if footers[i].bloom_text else cached_bloom(self.storage, key[1])
+                )
+        if lookup:
+            found = bloom_filters(self.storage, self._metadata_files(), [self._files[i] for i in lookup])
+            _count(blooms_from_metadata=sum(b is not None for b in found))
+            for i, bf in zip(lookup, found, strict=True):
+                key = self._cache_key(i)
+                if bf is None:  # no record: the footer's (Java fails here; the footer is never wrong)
+                    out[i] = cached_bloom(self.storage, key[1])
+                else:
+                    _BLOOMS.put(key, bf, bf.num_rows * bf.vector_size)
+                    out[i] = bf
+        return out
 
     def _choose_files(self, keys: pa.Array, groups: list[tuple[np.ndarray | None, list[int]]]) -> list[int]:
-        """Files that may hold at least one key of their group (range, then bloom where it pays)."""
+        """Files that may hold at least one key of their group (range, then bloom where it pays).
+        Two passes: the ranges name the files whose bloom filter is worth probing, and those filters
+        are fetched together (point look-ups in the metadata table, or footers)."""
         footers = self._footers(sorted({i for _, idx in groups for i in idx}))
         local = self.storage.is_local
-        chosen: list[int] = []
+        plans = []
+        probe: set[int] = set()
         for rec_idx, file_idx in groups:
             live = [i for i in file_idx if footers[i].num_rows > 0]
             if not live:
@@ -546,29 +630,41 @@ class KeyIndex:
             gkeys = keys if rec_idx is None else keys.take(pa.array(rec_idx))
             masks = _range_masks(gkeys, [footers[i] for i in live])
             empty_keys = None
-            range_pruned = bloom_pruned = bloom_keys = 0
+            entries = []
+            range_pruned = 0
             for i, mask in zip(live, masks, strict=True):
                 ft = footers[i]
                 n_cand = len(gkeys) if mask is None else int(np.count_nonzero(mask))
                 if n_cand == 0:
                     range_pruned += 1
                     continue
-                key = self._cache_key(i)
                 ratio = BLOOM_RATIO_LOCAL if local else BLOOM_RATIO_REMOTE
-                use_bloom = n_cand <= max(BLOOM_MIN_KEYS, ratio * ft.num_rows) and not _KEYS.contains(key)
-                if ft.bloom_text and use_bloom:
+                use_bloom = n_cand <= max(BLOOM_MIN_KEYS, ratio * ft.num_rows)
+                use_bloom = use_bloom and not _KEYS.contains(self._cache_key(i))
+                if use_bloom and (ft.bloom_text or i in self._from_metadata):
                     if empty_keys is None:
                         empty_keys = np.asarray(pc.equal(pc.binary_length(gkeys), 0))
                     # Hudi's bloom filter rejects empty keys: with one among the candidates, skip the
                     # bloom and let the exact check decide.
-                    if not (empty_keys.any() if mask is None else empty_keys[mask].any()):
-                        bloom = ft.bloom(key)
-                        if bloom is not None:
-                            cand = gkeys if mask is None else gkeys.filter(pa.array(mask))
-                            bloom_keys += n_cand
-                            if not bloom.might_contain(cand).any():
-                                bloom_pruned += 1
-                                continue
+                    use_bloom = not (empty_keys.any() if mask is None else empty_keys[mask].any())
+                else:
+                    use_bloom = False
+                if use_bloom:
+                    probe.add(i)
+                entries.append((i, mask, n_cand, use_bloom))
+            plans.append((gkeys, entries, range_pruned))
+        blooms = self._blooms(sorted(probe), footers)
+        chosen: list[int] = []
+        for gkeys, entries, range_pruned in plans:
+            bloom_pruned = bloom_keys = 0
+            for i, mask, n_cand, use_bloom in entries:
+                bloom = blooms.get(i) if use_bloom else None
+                if bloom is not None:
+                    cand = gkeys if mask is None else gkeys.filter(pa.array(mask))
+                    bloom_keys += n_cand
+                    if not bloom.might_contain(cand).any():
+                        bloom_pruned += 1
+                        continue
                 chosen.append(i)
             _count(
                 files_range_pruned=range_pruned,

@@ -21,7 +21,7 @@ import logging
 from hoodie_sink.table.format.commit_metadata import CommitMetadata, inflight_workload_json
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE
 from hoodie_sink.table.format.fs_view import list_storage_files
-from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
+from hoodie_sink.table.format.metadata_keys import BLOOM_FILTERS, COLUMN_STATS, RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import (
     DEFAULT_WRITE_TOKEN,
     init_instant,
@@ -40,7 +40,9 @@ from hoodie_sink.table.format.metadata_table import (
 from hoodie_sink.table.format.properties import PROPERTIES_FILE, render_properties
 from hoodie_sink.table.format.timeline.instant import DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline, TimelineStore
+from hoodie_sink.table.metadata.bloom_filter_init import BloomFiltersInit, initialize_bloom_filters
 from hoodie_sink.table.metadata.cleaning import clean_if_due
+from hoodie_sink.table.metadata.column_stats_init import ColumnStatsInit, initialize_column_stats
 from hoodie_sink.table.metadata.compaction import DEFAULT_MAX_DELTA_COMMITS, compact_if_due
 from hoodie_sink.table.metadata.data_properties import read_data_properties, set_listed_partitions
 from hoodie_sink.table.metadata.files_change import FilesChange
@@ -53,14 +55,22 @@ log = logging.getLogger(__name__)
 BULK_INSERT_PREPPED = "BULK_INSERT_PREPPED"
 
 
-def initialize(storage: Storage, timeline: Timeline, record_index: RecordIndexInit | None = None) -> bool:
-    """Build the metadata table of the table at `storage` from a listing (and its record index,
-    with `record_index`), unless a data instant is pending.  `timeline`: the data timeline just
-    loaded.  Whether it was built."""
+def initialize(
+    storage: Storage,
+    timeline: Timeline,
+    record_index: RecordIndexInit | None = None,
+    column_stats: ColumnStatsInit | None = None,
+    bloom_filters: BloomFiltersInit | None = None,
+) -> bool:
+    """Build the metadata table of the table at `storage` from a listing (and its bloom filters,
+    column statistics and record index, with `bloom_filters`, `column_stats` and `record_index`, in
+    Java's order), unless a data instant is pending.  `timeline`: the data timeline just loaded.
+    Whether it was built."""
     with metadata_lock(storage):
         built = _initialize(storage, timeline)
-        if built and record_index is not None:
-            initialize_record_index(storage, timeline, record_index, 1)
+        for init in (bloom_filters, column_stats, record_index):
+            if built and init is not None:
+                _build(storage, timeline, init, 1)
         return built
 
 
@@ -134,15 +144,19 @@ def settle(
     enabled: bool,
     compact_after: int = DEFAULT_MAX_DELTA_COMMITS,
     record_index: RecordIndexInit | None = None,
+    column_stats: ColumnStatsInit | None = None,
+    bloom_filters: BloomFiltersInit | None = None,
 ) -> None:
     """Before a write of ours begins (after failed writes are rolled back, before its instant
     exists): keep the metadata table, build it, or remove it.
-    - `enabled` and a trusted metadata table: partitions we do not keep (column_stats,
-      bloom_filters, and record_index unless `record_index` is given) are dropped, as Java drops a
-      disabled partition;
+    - `enabled` and a trusted metadata table: partitions we do not keep (bloom_filters,
+      column_stats and record_index unless `bloom_filters`, `column_stats` and `record_index` are
+      given) are dropped, as Java drops a disabled partition;
     - `enabled` and none, or one without a completed instant (Java's `isBootstrapNeeded`): built;
     - `record_index` (its sizing and key reader) and no record_index partition: built (metadata/record_index_init.py)
-      when no data instant is pending, else the next write builds it;
+      when no data instant is pending, else the next write builds it; `bloom_filters` and
+      `column_stats` likewise (metadata/bloom_filter_init.py, column_stats_init.py), before it, in
+      Java's order of initialisation;
     - not `enabled`: removed (metadata/removal.py).
     Then its compaction runs if due (metadata/compaction.py), and after a compaction its clean
     (metadata/cleaning.py), as Java's writers run the metadata table's services at the start of a
@@ -153,7 +167,10 @@ def settle(
         return
     with metadata_lock(storage):
         listed = listed_partitions(props)
-        kept = [FILES_PARTITION, RECORD_INDEX] if record_index is not None else [FILES_PARTITION]
+        kept = [FILES_PARTITION]
+        kept += [BLOOM_FILTERS] if bloom_filters is not None else []
+        kept += [COLUMN_STATS] if column_stats is not None else []
+        kept += [RECORD_INDEX] if record_index is not None else []
         md_timeline = _metadata_timeline(storage) if FILES_PARTITION in listed else None
         offset = 0  # of the record index's initialisation instant among those built now
         if md_timeline is not None and any(i.is_completed for i in md_timeline.instants):
@@ -166,17 +183,34 @@ def settle(
             md_timeline = None  # built anew: its timeline is loaded again
             offset = 1
             listed = [FILES_PARTITION]
-        if record_index is not None and RECORD_INDEX not in listed:
+        builds = ((BLOOM_FILTERS, bloom_filters), (COLUMN_STATS, column_stats), (RECORD_INDEX, record_index))
+        for partition, init in builds:
+            if init is None or partition in listed:
+                continue
             if timeline.pending():
                 log.info(
-                    "hoodie: record index of %s not built now: instant %s is pending (the next write builds it)",
-                    storage.base_uri, timeline.pending()[0].timestamp,
+                    "hoodie: %s of %s not built now: instant %s is pending (the next write builds it)",
+                    partition, storage.base_uri, timeline.pending()[0].timestamp,
                 )  # fmt: skip
-            else:
-                initialize_record_index(storage, timeline, record_index, offset)
-                md_timeline = None
+                continue
+            _build(storage, timeline, init, offset)
+            md_timeline = None
         if compact_if_due(storage, timeline, compact_after, md_timeline) is not None:
             clean_if_due(storage)
+
+
+def _build(
+    storage: Storage,
+    timeline: Timeline,
+    init: RecordIndexInit | ColumnStatsInit | BloomFiltersInit,
+    offset: int,
+) -> None:
+    if isinstance(init, BloomFiltersInit):
+        initialize_bloom_filters(storage, timeline, init, offset)
+    elif isinstance(init, ColumnStatsInit):
+        initialize_column_stats(storage, timeline, init, offset)
+    else:
+        initialize_record_index(storage, timeline, init, offset)
 
 
 def drop_unkept_partitions(storage: Storage, partitions: list[str], kept: list[str] | None = None) -> None:

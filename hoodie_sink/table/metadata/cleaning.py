@@ -20,7 +20,7 @@ import time
 
 from hoodie_sink.table.format.clean_metadata import CleanerPlan, encode_clean_metadata, encode_cleaner_plan
 from hoodie_sink.table.format.file_group import LogFile
-from hoodie_sink.table.format.metadata_keys import FILES, RECORD_INDEX
+from hoodie_sink.table.format.metadata_keys import BLOOM_FILTERS, COLUMN_STATS, FILES, RECORD_INDEX
 from hoodie_sink.table.format.metadata_layout import CLEAN_SUFFIX
 from hoodie_sink.table.format.metadata_slices import MetadataBaseFile
 from hoodie_sink.table.format.metadata_table import metadata_storage
@@ -42,7 +42,8 @@ def clean_if_due(storage: Storage) -> str | None:
     if len(compactions) < 2 or not deltacommits:
         return None
     keep_from = compactions[-2]
-    stale = sorted(p for partition in (FILES, RECORD_INDEX) for p in _older_slices(mdt, partition, keep_from))
+    partitions = (FILES, RECORD_INDEX, COLUMN_STATS, BLOOM_FILTERS)
+    stale = sorted(p for partition in partitions for p in _older_slices(mdt, partition, keep_from))
     if not stale:
         return None
     instant = deltacommits[-1] + CLEAN_SUFFIX
@@ -71,7 +72,8 @@ def clean_if_due(storage: Storage) -> str | None:
 def _older_slices(mdt: Storage, partition: str, keep_from: str) -> list[str]:
     """Paths of the base files and log files of slices whose base instant is older than `keep_from`
     (the placeholder log of the initialisation included, once a compaction has superseded it), in
-    `partition` (files, record_index: every file group of both is compacted at each compaction)."""
+    `partition` (files, record_index, column_stats, bloom_filters: every file group of each is
+    compacted at each compaction)."""
     out: list[str] = []
     if not mdt.is_dir(partition):
         return out

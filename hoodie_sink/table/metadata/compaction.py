@@ -26,12 +26,22 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat
 from hoodie_sink.table.format.compaction_plan import CompactionOperation, encode_compaction_plan
 from hoodie_sink.table.format.metadata_blocks import metadata_hfile
 from hoodie_sink.table.format.metadata_instants import latest_compaction_time
-from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
-from hoodie_sink.table.format.metadata_listing import FILES_FILE_ID, read_files_partition, reader_instants
+from hoodie_sink.table.format.metadata_keys import BLOOM_FILTERS, COLUMN_STATS, RECORD_INDEX
+from hoodie_sink.table.format.metadata_listing import (
+    FILES_FILE_ID,
+    read_files_partition,
+    read_slice_records,
+    reader_instants,
+)
 from hoodie_sink.table.format.metadata_record_index import read_slice, record_index_layout
 from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
-from hoodie_sink.table.format.metadata_slices import MetadataBaseFile, MetadataSlice
+from hoodie_sink.table.format.metadata_slices import (
+    MetadataBaseFile,
+    MetadataSlice,
+    committed_base_instants,
+    partition_slices,
+)
 from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
 from hoodie_sink.table.format.record_index import entries_hfile
 from hoodie_sink.table.format.timeline.instant import (
@@ -95,7 +105,12 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
         log_bytes=sum(lf.size for lf in current.log_files),
     )
     record_index = record_index_layout(mdt, timeline) if mdt.is_dir(RECORD_INDEX) else None
-    operations = [operation, *(_operation(sl) for sl in (record_index.slices if record_index else []))]
+    hashed = [(p, sl) for p in (BLOOM_FILTERS, COLUMN_STATS) for sl in _hashed_slices(mdt, timeline, p)]
+    operations = [
+        operation,
+        *(_operation(sl) for sl in (record_index.slices if record_index else [])),
+        *(_operation(sl, p) for p, sl in hashed),
+    ]
     store = TimelineStore(mdt, zone="UTC")
     requested = store.create_requested(instant, COMPACTION, encode_compaction_plan(operations))
     store.transition_to_inflight(requested, b"")
@@ -118,9 +133,12 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
         },
     )
     stats = [stat]
-    if record_index is not None:
+    if record_index is not None or hashed:
         _, valid, latest = reader_instants(storage, data_timeline)
-        stats += [_compact_record_index(mdt, sl, valid, latest, instant) for sl in record_index.slices]
+        for sl in record_index.slices if record_index is not None else []:
+            stats.append(_compact_record_index(mdt, sl, valid, latest, instant))
+        for partition, sl in hashed:
+            stats.append(_compact_records(mdt, partition, sl, valid, latest, instant))
     md = CommitMetadata(
         operation_type=COMPACT,
         write_stats=stats,
@@ -137,14 +155,48 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
     return instant
 
 
-def _operation(current: MetadataSlice) -> CompactionOperation:
+def _operation(current: MetadataSlice, partition: str = RECORD_INDEX) -> CompactionOperation:
     return CompactionOperation(
-        partition_path=RECORD_INDEX,
+        partition_path=partition,
         file_id=current.file_id,
         base_instant=current.base_instant,
         base_file=current.base_file.name if current.base_file is not None else None,
         log_files=tuple(lf.name for lf in current.log_files),
         log_bytes=sum(lf.size for lf in current.log_files),
+    )
+
+
+def _hashed_slices(mdt: Storage, timeline: Timeline, partition: str) -> list[MetadataSlice]:
+    """The latest slices of a hashed partition's file groups (none when it has no folder)."""
+    if not mdt.is_dir(partition):
+        return []
+    names = [(i.base_name, int(i.size or 0)) for i in mdt.list_dir(partition) if i.is_file]
+    return partition_slices(partition, names, committed_base_instants(timeline, names))
+
+
+def _compact_records(
+    mdt: Storage, partition: str, current: MetadataSlice, valid: set[str], latest: str, instant: str
+) -> WriteStat:
+    """One file group of a partition of Python-object records (column_stats, bloom_filters) merged into an HFile
+    base file, tombstones left out (an empty HFile for a file group left without records, as for
+    the record index)."""
+    merged = read_slice_records(mdt, partition, current, valid, latest)
+    base = MetadataBaseFile(current.file_id, WRITE_TOKEN, instant)
+    data = base_file_bytes([r for r in merged.values() if r is not None], base.name)
+    rel = f"{partition}/{base.name}"
+    mdt.write_bytes(rel, data)
+    return WriteStat(
+        file_id=current.file_id,
+        partition_path=partition,
+        path=rel,
+        prev_commit=current.base_instant,
+        num_writes=len(merged),
+        total_write_bytes=len(data),
+        file_size_in_bytes=len(data),
+        extra={
+            "totalLogFilesCompacted": len(current.log_files),
+            "totalLogSizeCompacted": sum(lf.size for lf in current.log_files),
+        },
     )
 
 
@@ -180,7 +232,9 @@ def base_file_bytes(records: list[MetadataRecord], name: str) -> bytes:
     the file's own name, a bloom filter of the keys (the data table's defaults) as meta block
     `bloomFilter`, and the key range in the file info (docs/hudi/metadata-table-protocol.md#hfile-base-files).
     Deleted entries are left out: nothing older than a base file remains for them to cancel."""
-    live = sorted((_without_tombstones(r) for r in records), key=lambda r: r.key.encode("utf-8"))
+    live = sorted(
+        (_without_tombstones(r) for r in records if not _is_tombstone(r)), key=lambda r: r.key.encode("utf-8")
+    )
     keys = [r.key for r in live]
     bloom = BloomFilter.new_dynamic()
     if keys:
@@ -194,6 +248,12 @@ def base_file_bytes(records: list[MetadataRecord], name: str) -> bytes:
     return metadata_hfile(live, name, file_info=info, meta_blocks=meta)
 
 
+def _is_tombstone(record: MetadataRecord) -> bool:
+    """A deleted column-statistics or bloom-filter record: nothing in a base file for it to cancel."""
+    stats, bloom = record.column_stats, record.bloom_filter
+    return (stats is not None and stats.is_deleted) or (bloom is not None and bloom.is_deleted)
+
+
 def _without_tombstones(record: MetadataRecord) -> MetadataRecord:
     if record.files is None:
         return record
@@ -203,7 +263,7 @@ def _without_tombstones(record: MetadataRecord) -> MetadataRecord:
 def _remove_failed_compaction(mdt: Storage, instant: str) -> None:
     """A compaction that did not complete: its base file (never read: its commit is missing) goes,
     then its plan, so it is scheduled afresh."""
-    for partition in (FILES_PARTITION, RECORD_INDEX):
+    for partition in (FILES_PARTITION, RECORD_INDEX, COLUMN_STATS, BLOOM_FILTERS):
         for info in mdt.list_dir(partition) if mdt.is_dir(partition) else []:
             if info.is_file and info.base_name.endswith(f"_{instant}.hfile"):
                 mdt.delete(f"{partition}/{info.base_name}")

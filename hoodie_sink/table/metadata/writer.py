@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 
@@ -27,12 +28,17 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat, 
 from hoodie_sink.table.format.file_group import LogFile
 from hoodie_sink.table.format.log_format import block_instants, encode_block
 from hoodie_sink.table.format.metadata_blocks import metadata_data_block
-from hoodie_sink.table.format.metadata_keys import FILES, RECORD_INDEX
+from hoodie_sink.table.format.metadata_keys import FILES, RECORD_INDEX, file_group_indexes
 from hoodie_sink.table.format.metadata_layout import metadata_file_id
 from hoodie_sink.table.format.metadata_record_index import record_index_layout
 from hoodie_sink.table.format.metadata_records import MetadataRecord
 from hoodie_sink.table.format.metadata_schema import COMMIT_SCHEMA_JSON
-from hoodie_sink.table.format.metadata_slices import MetadataSlice, committed_base_instants, latest_slice
+from hoodie_sink.table.format.metadata_slices import (
+    MetadataSlice,
+    committed_base_instants,
+    latest_slice,
+    partition_slices,
+)
 from hoodie_sink.table.format.metadata_table import FILES_PARTITION, metadata_storage
 from hoodie_sink.table.format.record_index import (
     KEY,
@@ -63,10 +69,15 @@ def metadata_lock(storage: Storage) -> AbstractContextManager[None]:
 
 
 def write_deltacommit(
-    storage: Storage, instant: str, change: FilesChange, record_index: RecordIndexChange | None = None
+    storage: Storage,
+    instant: str,
+    change: FilesChange,
+    record_index: RecordIndexChange | None = None,
+    hashed: Mapping[str, list[MetadataRecord]] | None = None,
 ) -> None:
-    """Record `change` (and `record_index`, when the table keeps one) in the metadata table as
-    deltacommit `instant` (the data instant's time)."""
+    """Record `change` (and `record_index`, when the table keeps one, and `hashed`: the records of
+    the column_stats partition, when kept) in the metadata table as deltacommit `instant` (the data
+    instant's time): one deltacommit for every partition, so a reader sees all or none."""
     mdt = metadata_storage(storage)
     timeline = Timeline.load(mdt)
     if timeline.states_of(instant):  # a retry of this instant, or what a failed attempt left
@@ -82,6 +93,8 @@ def write_deltacommit(
         stats.append(append_block(mdt, timeline, FILES_PARTITION, FILES_FILE_ID, instant, records))
     if record_index is not None and not record_index.empty:
         stats.extend(append_record_index(mdt, timeline, instant, record_index))
+    for partition, hashed_records in sorted((hashed or {}).items()):
+        stats.extend(append_hashed(mdt, timeline, partition, instant, hashed_records))
     md = CommitMetadata(
         operation_type=UPSERT_PREPPED, write_stats=stats, extra_metadata={"schema": COMMIT_SCHEMA_JSON}
     )
@@ -111,6 +124,38 @@ def append_block(
     return _write_log(
         mdt, partition, current, encode_block(metadata_data_block(records, instant)), len(records)
     )
+
+
+def append_hashed(
+    mdt: Storage, timeline: Timeline, partition: str, instant: str, records: list[MetadataRecord]
+) -> list[WriteStat]:
+    """One log file per touched file group of a hashed partition (column_stats, bloom_filters): each record goes
+    to the file group its key hashes to (docs/hudi/metadata-table.md#file-groups), among the file
+    groups the partition has; one HFILE_DATA block each."""
+    if not records:
+        return []
+    names = [(info.base_name, int(info.size or 0)) for info in mdt.list_dir(partition) if info.is_file]
+    slices = partition_slices(partition, names, committed_base_instants(timeline, names))
+    if not slices:
+        raise FileNotFoundError(f"Metadata table {mdt.base_uri}: partition {partition} has no file group.")
+    groups = file_group_indexes(pa.array([r.key for r in records], pa.string()), len(slices))
+    by_group: dict[int, list[MetadataRecord]] = {}
+    for record, index in zip(records, groups.tolist(), strict=True):
+        by_group.setdefault(index, []).append(record)
+
+    def write(group: tuple[int, list[MetadataRecord]]) -> WriteStat:
+        index, rs = group
+        return _write_log(
+            mdt, partition, slices[index], encode_block(metadata_data_block(rs, instant)), len(rs)
+        )
+
+    # one thread per file group: gzip of the HFile blocks dominates (bloom filters: ~430 KB a base
+    # file) and zlib releases the GIL; each group writes a log file of its own
+    touched = sorted(by_group.items())
+    if len(touched) == 1:
+        return [write(touched[0])]
+    with ThreadPoolExecutor(max_workers=min(len(touched), os.cpu_count() or 1)) as pool:
+        return list(pool.map(write, touched))
 
 
 def append_record_index(

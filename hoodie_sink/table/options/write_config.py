@@ -180,8 +180,36 @@ OPTIONS: tuple[Option, ...] = (
                "use instead of listing storage), building it if the table has none. false: the table has none "
                "(one a Java writer built is removed before the write). Unset: a table keeps what it has; a new "
                "table gets one, as Hudi's writers give one. The record_index partition is kept with "
-               "hoodie.metadata.record.index.enable=true; the column_stats and bloom_filters partitions are not "
-               "kept (a Java-built one is dropped, as Java drops a disabled partition)."),
+               "hoodie.metadata.record.index.enable=true, the column_stats partition with "
+               "hoodie.metadata.index.column.stats.enable=true, the bloom_filters partition with "
+               "hoodie.metadata.index.bloom.filter.enable=true (a Java-built partition that is not kept is "
+               "dropped, as Java drops a disabled partition)."),
+    Option("hoodie.metadata.index.column.stats.enable", "column_stats_enable", _bool,
+           doc="true: keep the metadata table's column_stats partition (min, max, null and value counts of "
+               "every column of every data file, Hudi 0.11's column statistics index, which data skipping "
+               "reads instead of footers), built from the footers of the table's base files when missing; "
+               "every write adds the statistics of the files it writes (computed by its tasks), every clean "
+               "tombstones the files it deletes. false or unset: a column_stats partition a Java writer built "
+               "is dropped (docs/design/metadata-table.md#column-statistics)."),
+    Option("hoodie.metadata.index.column.stats.column.list", "column_stats_columns", _fields,
+           doc="Comma-separated top-level columns to keep statistics of (default: every column, the five "
+               "_hoodie_* meta columns included, as Hudi's)."),
+    Option("hoodie.metadata.index.column.stats.file.group.count", "column_stats_file_groups", _int,
+           doc="File groups of the column_stats partition, fixed when it is built (Hudi's default: 2)."),
+    Option("hoodie.metadata.index.bloom.filter.enable", "bloom_filters_enable", _bool,
+           doc="true: keep the metadata table's bloom_filters partition (the footer bloom filter of every "
+               "base file, which the bloom index reads with hoodie.bloom.index.use.metadata=true), built from "
+               "the base files' footers when missing; every write adds its new base files' filters (taken by "
+               "its tasks), every clean tombstones the base files it deletes. false or unset: a bloom_filters "
+               "partition a Java writer built is dropped (docs/design/metadata-table.md#bloom-filters)."),
+    Option("hoodie.metadata.index.bloom.filter.file.group.count", "bloom_filters_file_groups", _int,
+           doc="File groups of the bloom_filters partition, fixed when it is built (Hudi's default: 4)."),
+    Option("hoodie.bloom.index.use.metadata", "bloom_use_metadata", _bool,
+           doc="BLOOM and GLOBAL_BLOOM: the bloom filters of the candidate files come from the metadata "
+               "table's bloom_filters partition (point look-ups in its HFiles) instead of their footers, and "
+               "their key ranges from its column_stats partition (the _hoodie_record_key statistics) when it "
+               "holds them; a file without a record falls back to its footer. Needs "
+               "hoodie.metadata.index.bloom.filter.enable=true (Hudi's default: false)."),
     Option("hoodie.metadata.record.index.enable", "record_index_enable", _bool,
            doc="true: keep the metadata table's record_index partition (record key -> partition and file "
                "group, Hudi 0.14's record-level index), built from the table's records when missing; it needs "
@@ -445,8 +473,9 @@ _NOT_IMPLEMENTED = "which hoodie_sink does not implement"
 _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
     (
         "hoodie.metadata.",
-        "hoodie_sink keeps the files and record_index partitions of Hudi's metadata table (no "
-        "column stats or bloom filter partition)",
+        "hoodie_sink keeps the files, record_index (hoodie.metadata.record.index.enable), column_stats "
+        "(hoodie.metadata.index.column.stats.enable) and bloom_filters (hoodie.metadata.index.bloom.filter.enable) "
+        "partitions of Hudi's metadata table, without Java's asynchronous indexer",
     ),
     ("hoodie.datasource.hive_sync.", f"it needs hoodie.datasource.hive_sync.enable=true, {_NOT_IMPLEMENTED}"),
     ("hoodie.datasource.meta.sync.", f"it needs hoodie.datasource.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
@@ -459,6 +488,44 @@ _RECORD_INDEX_SECTION = "hoodie.metadata.record.index."
 # Keys of Java's metadata-table settings that change nothing of what the sink writes: the JVM's own
 # reading and parallelism, and the index partitions we do not keep (turning one on is refused below).
 _HARMLESS_METADATA_WORDS = ("parallelism", "memory", "spillable", "buffer", "reader", "metrics", "async")
+
+
+_INDEX_SECTION = "hoodie.metadata.index."
+# Java's settings of its index partitions that change nothing we write: its writers' Spark
+# parallelism, how its readers process column statistics, and the async indexer's wait (keys lowercased)
+_HARMLESS_INDEX_KEYS = (
+    "hoodie.metadata.index.column.stats.parallelism",
+    "hoodie.metadata.index.column.stats.processing.mode.override",
+    "hoodie.metadata.index.column.stats.inmemory.projection.threshold",
+    "hoodie.metadata.index.bloom.filter.parallelism",
+    "hoodie.metadata.index.check.timeout.seconds",
+    # Hudi 0.15 reads it nowhere (HoodieWriteConfig.getColumnsEnabledForBloomFilterIndex has no caller):
+    # its bloom filters, like ours, hold the record keys
+    "hoodie.metadata.index.bloom.filter.column.list",
+)
+
+
+def _check_metadata_index_option(key: str, value: str) -> bool:
+    """hoodie.metadata.index.* other than the options of the registry (column_stats, bloom_filters):
+    accepted only where they change nothing we write; Java's asynchronous indexer is refused when
+    switched on (docs/design/metadata-table.md#column-statistics)."""
+    on = value.strip().lower() in ("true", "1", "yes")
+    if key in _HARMLESS_INDEX_KEYS:
+        return True
+    if key == "hoodie.metadata.index.async":
+        if on:
+            raise HoodieConfigError(
+                f"Option '{key}'='{value}' is not supported: hoodie_sink builds a metadata partition in the "
+                "write that enables it, not with Java's asynchronous indexer. Supported: 'false' (or leave "
+                "the option unset)."
+            )
+        return True
+    raise HoodieConfigError(
+        f"Option '{key}'='{value}' is not supported: of the metadata table's index settings hoodie_sink takes "
+        "hoodie.metadata.index.column.stats.enable, .column.list and .file.group.count, and "
+        "hoodie.metadata.index.bloom.filter.enable and .file.group.count "
+        "(docs/design/metadata-table.md#column-statistics, #bloom-filters)."
+    )
 
 
 def _harmless_metadata_option(key: str) -> bool:
@@ -484,6 +551,8 @@ def _check_hudi_option(key: str, value: str) -> bool:
                 f"Supported: {' or '.join(repr(a) for a in accepted)} (or leave the option unset)."
             )
         return True
+    if key.startswith(_INDEX_SECTION):
+        return _check_metadata_index_option(key, value)
     if key.startswith(_RECORD_INDEX_SECTION):
         raise HoodieConfigError(
             f"Option '{key}'='{value}' is not supported: of the record index's settings hoodie_sink takes "
@@ -563,6 +632,12 @@ class WriteConfig:
     record_index_max_file_groups: int = 10000
     record_index_growth_factor: float = 2.0
     record_index_max_file_group_bytes: int = 1 << 30
+    column_stats_enable: bool = False  # HoodieMetadataConfig.ENABLE_METADATA_INDEX_COLUMN_STATS
+    column_stats_columns: tuple[str, ...] = ()  # empty: every column (getColumnsToIndex)
+    column_stats_file_groups: int = 2  # METADATA_INDEX_COLUMN_STATS_FILE_GROUP_COUNT
+    bloom_filters_enable: bool = False  # HoodieMetadataConfig.ENABLE_METADATA_INDEX_BLOOM_FILTER
+    bloom_filters_file_groups: int = 4  # METADATA_INDEX_BLOOM_FILTER_FILE_GROUP_COUNT
+    bloom_use_metadata: bool = False  # HoodieIndexConfig.BLOOM_INDEX_USE_METADATA
     keygen_type: str | None = None  # SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP (Hudi's KeyGeneratorType)
     keygen_class: str | None = None
     ts_type: str | None = None  # UNIX_TIMESTAMP, EPOCHMILLISECONDS, DATE_STRING, SCALAR
@@ -703,6 +778,12 @@ class WriteConfig:
         """The table's storage, reached with this write's S3 options."""
         return Storage(self.path, self.storage_options)
 
+    @property
+    def log_column_stats(self) -> tuple[str, ...] | None:
+        """The columns whose statistics a log file's write stat carries (empty: every column), or
+        None when this write does not keep column_stats (write/log_writer.write_log_file)."""
+        return self.column_stats_columns if self.column_stats_enable else None
+
     def keeps_metadata_table(self, table_has_one: bool, new_table: bool = False) -> bool:
         """Whether this write keeps Hudi's metadata table: as hoodie.metadata.enable says, or, when
         it is not set, as the table has it (a table with one keeps it; one without is not given
@@ -763,6 +844,45 @@ class WriteConfig:
                 f"{self.record_index_growth_factor} and {self.record_index_max_file_group_bytes}."
             )
 
+    def _validate_column_stats(self) -> None:
+        if self.column_stats_enable and self.metadata_enable is False:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.index.column.stats.enable'='true' needs the metadata table: "
+                "hoodie.metadata.enable=false removes it. Help: drop one of the two options."
+            )
+        if self.bloom_filters_enable and self.metadata_enable is False:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.index.bloom.filter.enable'='true' needs the metadata table: "
+                "hoodie.metadata.enable=false removes it. Help: drop one of the two options."
+            )
+        if self.bloom_filters_enable and not self.populate_meta_fields:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.index.bloom.filter.enable'='true' is not supported with "
+                "hoodie.populate.meta.fields=false: base files of virtual-key tables have no bloom filter "
+                "(Java's writers then write no record either). Help: drop the option."
+            )
+        if self.bloom_use_metadata and not self.bloom_filters_enable:
+            raise HoodieConfigError(
+                "Option 'hoodie.bloom.index.use.metadata'='true' needs the metadata table's bloom_filters "
+                "partition, which this write does not keep (it drops one a Java writer built). Help: add "
+                "hoodie.metadata.index.bloom.filter.enable=true, or drop the option."
+            )
+        if self.bloom_use_metadata and self.index_type not in ("bloom", "global_bloom"):
+            raise HoodieConfigError(
+                f"Option 'hoodie.bloom.index.use.metadata'='true' applies to the BLOOM and GLOBAL_BLOOM indexes, "
+                f"not to hoodie.index.type={self.index_type.upper()} (as in Hudi). Help: drop the option."
+            )
+        if self.bloom_filters_file_groups < 1:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.index.bloom.filter.file.group.count' must be at least 1, got "
+                f"{self.bloom_filters_file_groups}."
+            )
+        if self.column_stats_file_groups < 1:
+            raise HoodieConfigError(
+                "Option 'hoodie.metadata.index.column.stats.file.group.count' must be at least 1, got "
+                f"{self.column_stats_file_groups}."
+            )
+
     def _validate_concurrency(self) -> None:
         lock_keys = {"lock_provider", "lock_path", "lock_expire_minutes", "lock_client_retries",
                      "lock_client_wait_ms", "lock_wait_ms", "conflict_strategy"} & self.explicit  # fmt: skip
@@ -797,6 +917,7 @@ class WriteConfig:
     def validated(self) -> WriteConfig:
         self._validate_concurrency()
         self._validate_record_index()
+        self._validate_column_stats()
         WriteOperation.of(self.operation)  # refuses an unknown one
         self.check_bucket_operation()
         if self.max_file_size < 1024:

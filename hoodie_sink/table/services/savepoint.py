@@ -29,6 +29,7 @@ from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format.clustering_plan import is_clustering
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.format.heartbeat import is_alive
+from hoodie_sink.table.format.metadata_keys import BLOOM_FILTERS, COLUMN_STATS
 from hoodie_sink.table.format.rollback_metadata import (
     RollbackPlan,
     decode_rollback_metadata,
@@ -62,6 +63,8 @@ from hoodie_sink.table.metadata.bootstrap import initialize as initialize_metada
 from hoodie_sink.table.metadata.record_index_init import RecordIndexInit
 from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.read.bloom_filter_files import bloom_filters_init
+from hoodie_sink.table.read.column_stats_files import column_stats_init
 from hoodie_sink.table.read.record_index_keys import live_entries
 from hoodie_sink.table.read.retention import oldest_readable_instant
 from hoodie_sink.table.storage import Storage
@@ -185,6 +188,11 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
     # the record index is rebuilt from the restored records, if the table had one (or asks for one)
     keep_record_index = cfg.record_index_enable or metadata_sync.keeps_record_index(storage)
     record_index = RecordIndexInit(cfg.record_index_sizing(), live_entries) if keep_record_index else None
+    # and the column statistics from the restored files, likewise
+    keeps_stats = cfg.column_stats_enable or COLUMN_STATS in metadata_sync.kept_partitions(storage)
+    column_stats = column_stats_init(cfg.with_(column_stats_enable=True)) if keeps_stats else None
+    keeps_blooms = cfg.bloom_filters_enable or BLOOM_FILTERS in metadata_sync.kept_partitions(storage)
+    bloom_filters = bloom_filters_init(cfg.with_(bloom_filters_enable=True)) if keeps_blooms else None
     remove_metadata_table(storage)
     pending_restore = timeline.pending((RESTORE,))
     if pending_restore:  # a restore that died: finish it from its plan
@@ -208,7 +216,7 @@ def restore(target: str | Storage, savepoint: str, config: WriteConfig | None = 
     store.complete(current, encode_restore_metadata(current.timestamp, taken_ms, plan, rollbacks))
     _drop_rollbacks_after(storage, store, savepoint)
     if keep_metadata:
-        initialize_metadata_table(storage, Timeline.load(storage), record_index)
+        initialize_metadata_table(storage, Timeline.load(storage), record_index, column_stats, bloom_filters)
     log.info(
         "hoodie: restored %s to savepoint %s: %d instants rolled back", storage.base_uri, savepoint, len(plan)
     )

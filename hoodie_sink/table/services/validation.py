@@ -15,23 +15,27 @@
 5. Every latest base file's bloom filter and min/max key footer hold every key of the file.
 6. With Hudi's metadata table, its `files` partition lists what storage holds: every file it lists
    exists with its size, and every file of a completed instant is listed (log files too when no
-   instant is pending, since a pending write's logs cannot be told from committed ones by name).
+   instant is pending, since a pending write's logs cannot be told from committed ones by name);
+   its record index holds the live keys, and its column statistics and bloom filters are those the
+   listed files give.
 Pure reading: nothing is changed.  Vectorised over each file's keys (no per-record loop).
 """
 
 from __future__ import annotations
 
+import math
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.table.format.clean_metadata import decode_clean_metadata
 from hoodie_sink.table.format.fs_view import FileSystemView, list_storage_files
-from hoodie_sink.table.format.metadata_keys import RECORD_INDEX
-from hoodie_sink.table.format.metadata_listing import metadata_listing
+from hoodie_sink.table.format.metadata_keys import BLOOM_FILTERS, COLUMN_STATS, RECORD_INDEX, bloom_filter_key
+from hoodie_sink.table.format.metadata_listing import metadata_listing, read_partition
 from hoodie_sink.table.format.metadata_record_index import read_record_index
+from hoodie_sink.table.format.metadata_records import ColumnStatsInfo, StatValue
 from hoodie_sink.table.format.metadata_table import (
     has_files_partition,
     listed_partitions,
@@ -45,6 +49,8 @@ from hoodie_sink.table.format.timeline.instant import CLEAN, COMPLETED, WRITE_AC
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline, TimelineStore
 from hoodie_sink.table.index.key_index import RECORD_KEY_COLUMN, read_footer, read_record_keys
 from hoodie_sink.table.metadata.data_properties import read_data_properties
+from hoodie_sink.table.read.bloom_filter_files import listing_blooms
+from hoodie_sink.table.read.column_stats_files import listing_stats
 from hoodie_sink.table.read.record_index_keys import live_entries
 from hoodie_sink.table.read.snapshot import Snapshot, slice_ref
 from hoodie_sink.table.services.archival import load_archived_timeline
@@ -96,6 +102,8 @@ def validate_table(target: str | Storage, global_keys: bool = False) -> list[Vio
     out += _orphans(storage, timeline, view)
     out += _metadata_table_mismatches(storage, timeline)
     out += record_index_mismatches(storage, timeline)
+    out += column_stats_mismatches(storage, timeline)
+    out += bloom_filter_mismatches(storage, timeline)
     return out
 
 
@@ -187,7 +195,12 @@ def metadata_table_violations(target: str | Storage) -> list[Violation]:
     write they check, and an empty list for a table without a metadata table."""
     storage = target if isinstance(target, Storage) else Storage(target)
     timeline = ActiveTimeline.load(storage)
-    return _metadata_table_mismatches(storage, timeline) + record_index_mismatches(storage, timeline)
+    return (
+        _metadata_table_mismatches(storage, timeline)
+        + record_index_mismatches(storage, timeline)
+        + column_stats_mismatches(storage, timeline)
+        + bloom_filter_mismatches(storage, timeline)
+    )
 
 
 def record_index_mismatches(storage: Storage, timeline: ActiveTimeline, limit: int = 10) -> list[Violation]:
@@ -222,6 +235,107 @@ def record_index_mismatches(storage: Storage, timeline: ActiveTimeline, limit: i
             Violation("record-index", storage.base_uri, "a key appears twice in the merged record index")
         )
     return out
+
+
+def column_stats_mismatches(storage: Storage, timeline: ActiveTimeline, limit: int = 10) -> list[Violation]:
+    """The metadata table's column statistics (when the table keeps them) against what the listed
+    files give (read/column_stats_files.py: footers, and log files' rows): every record of a listed
+    file equals the statistics computed again, every listed base file has records, and a file that
+    is not listed (cleaned, tombstoned) has no live record.  Tolerated, as Java 0.15 leaves them: a
+    listed log file without records (Java's initialisation reads base files only) and live records
+    of unlisted log files (Java's clean tombstones base files only); records of a column we do not
+    compute (Java's all-null records of nested columns in log files); live records of a base file
+    whose clean tombstoned its cut name (Java 0.15's quirk)."""
+    if COLUMN_STATS not in _kept(storage):
+        return []
+    records = read_partition(storage, timeline, COLUMN_STATS) or {}
+    stored: dict[str, dict[str, ColumnStatsInfo]] = {}
+    tombstoned: set[str] = set()
+    for record in records.values():
+        info = record.column_stats if record is not None else None
+        if info is None or info.file_name is None or info.column_name is None:
+            continue
+        if info.is_deleted:
+            tombstoned.add(info.file_name)
+        else:
+            stored.setdefault(info.file_name, {})[info.column_name] = info
+    listing = metadata_listing(storage, timeline)
+    expected = listing_stats(storage, listing, timeline.is_committed)
+    base_names = {bf.name for bf in listing.base_files}
+    listed = {posixpath.basename(p): p for p in expected}
+    out: list[Violation] = []
+    for name, path in sorted(listed.items()):
+        have = stored.get(name, {})
+        want = {info.column_name: info for info in expected[path]}
+        if want and not have and name in base_names:  # a file without rows has none (Java's neither)
+            detail = "listed base file without column statistics"
+            out.append(Violation("column-stats", storage.full(path), detail))
+        for column, info in sorted(have.items()):
+            if column in want and not _same_stats(info, want[column]):
+                detail = f"column {column}: {info} in the metadata table, {want[column]} in the file"
+                out.append(Violation("column-stats", storage.full(path), detail))
+    for name in sorted(stored.keys() - listed.keys()):
+        # Java 0.15's clean tombstones a name cut by the partition's length (a key of its own), so
+        # the whole name's records stay live (docs/hudi/metadata-table.md#column-statistics)
+        javas_cut = any(name[k:] in tombstoned for k in range(1, len(name)))
+        if not name.startswith(".") and not javas_cut:
+            out.append(Violation("column-stats", name, "live column statistics of a file that is not listed"))
+    return out[:limit] if len(out) > limit else out
+
+
+def bloom_filter_mismatches(storage: Storage, timeline: ActiveTimeline, limit: int = 10) -> list[Violation]:
+    """The metadata table's bloom filters (when the table keeps them) against the listed base files'
+    footers: every listed base file with a filter in its footer has a live record holding that
+    filter (its footer text, its type code), and a base file that is not listed has none (cleans
+    tombstone what they delete)."""
+    if BLOOM_FILTERS not in _kept(storage):
+        return []
+    records = read_partition(storage, timeline, BLOOM_FILTERS) or {}
+    listing = metadata_listing(storage, timeline)
+    expected = listing_blooms(storage, listing)
+    by_key = {bloom_filter_key(bf.partition_path, bf.name): bf for bf in listing.base_files}
+    out: list[Violation] = []
+    for key, bf in sorted(by_key.items(), key=lambda kv: kv[1].path):
+        record = records.get(key)
+        info = record.bloom_filter if record is not None else None
+        live = info is not None and not info.is_deleted
+        want = expected.get(bf.path)
+        if want is None:
+            if live:
+                out.append(
+                    Violation("bloom-filters", storage.full(bf.path), "a record, but no filter in the footer")
+                )
+            continue
+        if not live:
+            out.append(
+                Violation("bloom-filters", storage.full(bf.path), "listed base file without a bloom filter")
+            )
+        elif info is not None and (info.bloom_type, info.bloom_filter) != (want[0], want[1].encode("utf-8")):
+            detail = (
+                f"the record's filter ({info.bloom_type}, {len(info.bloom_filter)} bytes) is not the footer's"
+            )
+            out.append(Violation("bloom-filters", storage.full(bf.path), detail))
+    for key, record in records.items():
+        info = record.bloom_filter if record is not None else None
+        if info is not None and not info.is_deleted and key not in by_key:
+            out.append(Violation("bloom-filters", key, "a live bloom filter of a file that is not listed"))
+    return out[:limit]
+
+
+def _same_stats(a: ColumnStatsInfo, b: ColumnStatsInfo) -> bool:
+    """Equal, a NaN bound equal to a NaN bound."""
+
+    def norm(v: StatValue | None) -> StatValue | None:
+        return (v[0], "NaN") if v is not None and isinstance(v[1], float) and math.isnan(v[1]) else v
+
+    return replace(a, min_value=norm(a.min_value), max_value=norm(a.max_value)) == replace(
+        b, min_value=norm(b.min_value), max_value=norm(b.max_value)
+    )
+
+
+def _kept(storage: Storage) -> list[str]:
+    props = read_data_properties(storage)
+    return listed_partitions(props) if has_files_partition(props) else []
 
 
 def _locations(table: pa.Table) -> pa.Array:

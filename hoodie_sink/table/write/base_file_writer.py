@@ -25,6 +25,7 @@ from hoodie_sink.table.format.bloom import (
     MIN_KEY_FOOTER_KEY,
     BloomFilter,
 )
+from hoodie_sink.table.format.column_stats import column_stats_of_footer
 from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.format.file_group import base_file_name, join_partition
 from hoodie_sink.table.format.markers import CREATE, create_marker
@@ -51,6 +52,12 @@ class ParquetSettings:
     bloom_max_entries: int
     # false: Hudi's virtual keys (hoodie.populate.meta.fields=false, format/virtual_keys.py)
     populate_meta_fields: bool
+    # the metadata table keeps column_stats: the footer's statistics go with the write stat, computed
+    # here where the footer was just closed (docs/design/metadata-table.md#column-statistics)
+    column_stats_enable: bool
+    column_stats_columns: tuple[str, ...]  # empty: every column
+    # the metadata table keeps bloom_filters: the footer's filter goes with the write stat
+    bloom_filters_enable: bool
 
     @property
     def codec(self) -> str:
@@ -203,13 +210,23 @@ class BaseFileWriter:
 
     def close(self) -> WriteStat:
         footer = {"parquet.avro.schema": self._avro, "writer.model.name": "avro"}
-        if self.settings.populate_meta_fields:
-            footer.update(self._key_footer())
+        key_footer = self._key_footer() if self.settings.populate_meta_fields else {}
+        footer.update(key_footer)
         writer = self._writer or self._open(None)
         writer.add_key_value_metadata(footer)
         writer.close()
         self._sink.close()
-        return self._stat()
+        stat = self._stat()
+        if self.settings.bloom_filters_enable and BLOOM_FOOTER_KEY in key_footer:
+            # as the footer holds it (a virtual-key file has none, and gets no record, as in Java)
+            stat.bloom_filter = (self._bloom.type_code, key_footer[BLOOM_FOOTER_KEY])
+        if self.settings.column_stats_enable:
+            stat.column_stats = tuple(
+                column_stats_of_footer(
+                    writer.writer.metadata, self.name, self.settings.column_stats_columns or None
+                )
+            )
+        return stat
 
     def _key_footer(self) -> dict[str, str]:
         """Bloom filter and key range: Java writes them only with meta fields (a virtual-key
@@ -420,4 +437,7 @@ def parquet_settings_of(c: WriteConfig) -> ParquetSettings:
         bloom_fpp=c.bloom_fpp,
         bloom_max_entries=c.bloom_max_entries,
         populate_meta_fields=c.populate_meta_fields,
+        column_stats_enable=c.column_stats_enable,
+        column_stats_columns=c.column_stats_columns,
+        bloom_filters_enable=c.bloom_filters_enable,
     )

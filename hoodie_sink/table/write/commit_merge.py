@@ -178,8 +178,9 @@ def _run_log_fixups(
         version = max(sl.max_version, versions.get(fid, 0)) + 1
         target = LogWrite(sl, version, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i)
         return write_log_file(
-            ctx.storage, target, winners, rule.ordering_field, ctx.avro_with_meta, exclusive=ctx.config.occ
-        )
+            ctx.storage, target, winners, rule.ordering_field, ctx.avro_with_meta, exclusive=ctx.config.occ,
+            column_stats=ctx.config.log_column_stats,
+        )  # fmt: skip
 
     threads = max(1, min(ctx.config.merge_threads, len(jobs)))
     with ThreadPoolExecutor(max_workers=threads) as pool:

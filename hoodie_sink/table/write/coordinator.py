@@ -14,6 +14,7 @@ import json
 import logging
 import posixpath
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -63,6 +64,7 @@ from hoodie_sink.table.format.timeline.instant import (
 )
 from hoodie_sink.table.format.timeline.timeline import META_DIR, ActiveTimeline, Timeline, TimelineStore
 from hoodie_sink.table.format.write_operation import TABLE, WriteOperation
+from hoodie_sink.table.index.bloom_index import BloomIndex
 from hoodie_sink.table.index.protocol import Index
 from hoodie_sink.table.index.record_index import RecordIndex, check_usable
 from hoodie_sink.table.index.registry import index_of
@@ -71,6 +73,8 @@ from hoodie_sink.table.metadata.bootstrap import settle as settle_metadata_table
 from hoodie_sink.table.metadata.record_index_init import RecordIndexInit
 from hoodie_sink.table.metadata.removal import remove_metadata_table
 from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.read.bloom_filter_files import bloom_filters_init
+from hoodie_sink.table.read.column_stats_files import column_stats_init
 from hoodie_sink.table.read.file_slice import CommittedInstants
 from hoodie_sink.table.read.record_index_change import commit_change
 from hoodie_sink.table.read.record_index_keys import live_entries
@@ -114,7 +118,10 @@ def begin(
     timeline = _roll_back_failed_writes(storage, cfg, timeline if exists else None)
     if keep_metadata:  # kept, built or repaired before our instant exists
         rli = RecordIndexInit(cfg.record_index_sizing(), live_entries) if cfg.record_index_enable else None
-        settle_metadata_table(storage, timeline, True, cfg.metadata_compact_max_delta_commits, rli)
+        settle_metadata_table(
+            storage, timeline, True, cfg.metadata_compact_max_delta_commits, rli, column_stats_init(cfg),
+            bloom_filters_init(cfg),
+        )  # fmt: skip
     if exists:  # a BUCKET write into a table that does not record its bucket layout
         table = settle_bucket_layout(storage, cfg, table, timeline)
     existing = latest_schema(storage, timeline, table) if exists else None
@@ -194,6 +201,8 @@ def _resolve(
     cfg, table, exists = _open_table(cfg, storage)
     op = WriteOperation.of(cfg.operation)
     index = index_of(cfg.index_type)
+    if cfg.bloom_use_metadata and isinstance(index, BloomIndex):  # options/write_config.py checked the type
+        index = replace(index, use_metadata=True)
     if isinstance(index, RecordIndex):  # its partition must exist and stay kept
         keeps = cfg.keeps_metadata_table(exists and has_files_partition(table.extra), new_table=not exists)
         check_usable(cfg.path, cfg.record_index_enable, keeps)

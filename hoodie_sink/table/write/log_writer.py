@@ -89,12 +89,15 @@ def write_log_file(
     num_inserts: int = 0,
     records: pa.Array | None = None,
     exclusive: bool = False,
-    column_stats: bool = False,
+    column_stats: tuple[str, ...] | None = None,
 ) -> WriteStat:
     """Write `changes` (one reduced change per key, with control columns) as a new log file;
     `records`: its upserts already encoded (encode_log_upserts), else they are encoded here.
     `exclusive` (several writers): never replace a log file of the same name (see _create_exclusively).
-    `column_stats`: the statistics of the upserts written go with the write stat (format/column_stats.py)."""
+    `column_stats`: the columns whose statistics of the upserts written go with the write stat (empty:
+    every column; None: none), as Hudi's append handle computes them from the records it appends
+    (docs/hudi/column-stats.md#log-files-from-the-rows-written).  A log file with deletes only gets
+    records of no value (counts 0), as Java's from an empty record list."""
     started = time.monotonic()
     if guard is not None:
         guard.check()
@@ -123,9 +126,11 @@ def write_log_file(
         guard.wrote(target.rel_path)
     sl = target.slice
     num_deletes = 0 if deletes is None else deletes.num_rows
-    stats: tuple[ColumnStatsInfo, ...] = ()
-    if column_stats and upserts.num_rows:
-        stats = tuple(column_stats_of_rows(_with_meta([(target, upserts)]), target.name))
+    stats: tuple[ColumnStatsInfo, ...] | None = None
+    if column_stats is not None:
+        stats = tuple(
+            column_stats_of_rows(_with_meta([(target, upserts)]), target.name, column_stats or None)
+        )
     return WriteStat(
         file_id=sl.file_id,
         partition_path=sl.partition_path,

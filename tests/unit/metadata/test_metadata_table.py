@@ -152,8 +152,8 @@ def _kill_after_metadata(monkeypatch, stage: str):
     if stage == "metadata-complete":
         real = writer.write_deltacommit
 
-        def write_then_die(storage, instant, change, record_index=None):
-            real(storage, instant, change, record_index)
+        def write_then_die(storage, instant, *changes):
+            real(storage, instant, *changes)
             raise Killed(f"killed after metadata deltacommit {instant}")
 
         monkeypatch.setattr("hoodie_sink.table.metadata.sync.write_deltacommit", write_then_die)
@@ -170,19 +170,25 @@ def _kill_after_metadata(monkeypatch, stage: str):
 
 
 RECORD_INDEX_OPTS = {"hoodie.metadata.record.index.enable": "true", "hoodie.index.type": "GLOBAL_BLOOM"}
+COLUMN_STATS_OPTS = {"hoodie.metadata.index.column.stats.enable": "true"}
 
 
-@pytest.mark.parametrize("record_index", [False, True], ids=["files", "record-index"])
+@pytest.mark.parametrize(
+    "record_index", [False, True, "column-stats"], ids=["files", "record-index", "column-stats"]
+)
 @pytest.mark.parametrize("stage", ["metadata-complete", "metadata-inflight"])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_write_killed_between_the_two_tables_leaves_both_consistent(
     tmp_path, monkeypatch, stage, table_type, record_index
 ):
-    """With the record index too: its log files of the killed write go with the rollback of the
-    metadata deltacommit, and assert_table_matches checks it against the live keys."""
+    """With the record index (or column statistics) too: its log files of the killed write go with
+    the rollback of the metadata deltacommit, and assert_table_matches checks it against the live
+    keys (the files' statistics)."""
     path = tmp_path / "t"
     opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
-    if record_index:
+    if record_index == "column-stats":
+        opts |= COLUMN_STATS_OPTS
+    elif record_index:
         opts |= RECORD_INDEX_OPTS
     hoodie_sink.write(trips(range(20)), str(path), opts)
     killed = _kill_after_metadata(monkeypatch, stage)

@@ -114,3 +114,54 @@ def test_spark_writes_keep_the_record_index(spark, tmp_path):
                {**RECORD_INDEX, "hoodie.datasource.write.table.type": "MERGE_ON_READ"})  # fmt: skip
     assert_table_matches(stream, model_of(batches))
     assert_metadata_lists_storage(stream)
+
+
+COLUMN_STATS_AND_BLOOM_FILTERS = {
+    **META,
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.index.bloom.filter.enable": "true",
+    "hoodie.index.type": "BLOOM",
+    "hoodie.bloom.index.use.metadata": "true",
+}
+
+
+def test_spark_writes_keep_column_stats_and_bloom_filters(spark, tmp_path):
+    """Batch writes and a merge-on-read CDC stream through Spark keep the column_stats and
+    bloom_filters partitions (issue 29, item 3): the statistics and filters are taken by the tasks on
+    Spark's Python workers and travel in their results; the bloom index tags from the metadata
+    table. After every write both partitions equal what the live files say (assert_table_matches
+    runs services/validation's column_stats and bloom_filters checks), and data skipping by the
+    statistics answers as the model."""
+    import hoodie_sink
+    from hoodie_sink.table.format.metadata_table import listed_partitions
+    from hoodie_sink.table.metadata.data_properties import read_data_properties
+
+    path = tmp_path / "t"
+    opts = {**OPTS, **COLUMN_STATS_AND_BLOOM_FILTERS}
+    df = spark.createDataFrame(
+        [(i, "abc"[i % 3], 1, float(i), False) for i in range(100)],
+        "id LONG, city STRING, ts LONG, fare DOUBLE, _hoodie_is_deleted BOOLEAN",
+    )
+    df.repartition(3).write.format("hoodie").options(**opts).mode("append").save(str(path))
+    assert {"column_stats", "bloom_filters"} <= set(
+        listed_partitions(read_data_properties(Storage(str(path))))
+    )
+    updated = df.filter("id < 30").selectExpr(
+        "id", "city", "CAST(2 AS BIGINT) AS ts", "fare + 1000 AS fare", "id < 5 AS _hoodie_is_deleted"
+    )
+    updated.repartition(2).write.format("hoodie").options(**opts).mode("append").save(str(path))
+    expected = {i: {"id": i, "city": "abc"[i % 3], "ts": 1, "fare": float(i), "_hoodie_is_deleted": False}
+                for i in range(5, 100)}  # fmt: skip
+    for i in range(5, 30):
+        expected[i] = {**expected[i], "ts": 2, "fare": float(i) + 1000}
+    assert_table_matches(path, list(expected.values()))
+    assert_metadata_lists_storage(path)
+    skipped = hoodie_sink.read(str(path), filters=[("fare", ">=", 1000.0)])
+    assert sorted(skipped.column("id").to_pylist()) == list(range(5, 30))
+
+    stream = tmp_path / "s"
+    batches = cdc_files(tmp_path / "src", 8)
+    run_stream(spark, tmp_path / "src", stream, tmp_path / "ckpt",
+               {**COLUMN_STATS_AND_BLOOM_FILTERS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"})  # fmt: skip
+    assert_table_matches(stream, model_of(batches))
+    assert_metadata_lists_storage(stream)

@@ -41,7 +41,7 @@ from hoodie_sink.table.format.metadata_slices import committed_base_instants, pa
 from hoodie_sink.table.format.metadata_table import has_files_partition, listed_partitions, metadata_storage
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.index.record_index_files import RecordIndexFiles, RecordIndexSlice
-from hoodie_sink.table.index.record_index_lookup import _look_up_group  # the point look-up of one file group
+from hoodie_sink.table.index.record_index_lookup import look_up_group
 from hoodie_sink.table.metadata.data_properties import read_data_properties
 from hoodie_sink.table.storage import Storage
 
@@ -107,7 +107,7 @@ def _values(storage: Storage, files: RecordIndexFiles, keys: list[str]) -> list[
     out: list[bytes | None] = [None] * len(keys)
     for g in np.unique(groups).tolist():
         rows = np.flatnonzero(groups == g)
-        found = _look_up_group(mdt, files, files.file_groups[g], binary.take(pa.array(rows)))
+        found = look_up_group(mdt, files, files.file_groups[g], binary.take(pa.array(rows)))
         for row, value in zip(rows.tolist(), found.to_pylist(), strict=True):
             out[row] = value
     return out

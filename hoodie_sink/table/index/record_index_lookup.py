@@ -147,7 +147,7 @@ def look_up(
 
     def one(j: int) -> pa.Array:
         rows = batches[j]
-        return _look_up_group(mdt, files, files.file_groups[int(present[j])], binary.take(pa.array(rows)))
+        return look_up_group(mdt, files, files.file_groups[int(present[j])], binary.take(pa.array(rows)))
 
     try:
         found = _parallel(one, list(range(len(batches))))
@@ -163,7 +163,7 @@ def look_up(
     return decode_locations(values, zone, f"record index of {storage.base_uri}")
 
 
-def _look_up_group(
+def look_up_group(
     mdt: Storage, files: RecordIndexFiles, group: RecordIndexSlice, keys: pa.BinaryArray
 ) -> pa.Array:
     """The newest value (null: none, or deleted) of each of `keys` in one file group."""

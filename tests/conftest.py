@@ -172,3 +172,12 @@ def s3_uri(s3):
         return f"{scheme}://{os.path.relpath(path, s3.basedir)}"
 
     return uri
+
+
+@pytest.fixture
+def java_deflate(monkeypatch):
+    """GZ HFile blocks deflated as Java deflates them (zlib's level 6, not the sink's ISA-L level 1),
+    for the tests that compare our files with Java's byte for byte (table/format/hfile/compression.py)."""
+    from hoodie_sink.table.format.hfile import compression
+
+    monkeypatch.setattr(compression, "deflate", compression.JAVA_DEFLATE)

@@ -67,7 +67,7 @@ def test_java_hfiles_read(hfiles: list[tuple[str, bytes, bool]]) -> None:
             assert r.meta_block("bloomFilter") is None and r.trailer.meta_index_count == 0
 
 
-def test_java_hfiles_rewritten_byte_for_byte(hfiles: list[tuple[str, bytes, bool]]) -> None:
+def test_java_hfiles_rewritten_byte_for_byte(hfiles: list[tuple[str, bytes, bool]], java_deflate) -> None:
     """Cells, caller file info and meta blocks of each of Java's HFiles, written again, give
     Java's bytes exactly (docs/hudi/hfile.md#byte-check)."""
     differing = []

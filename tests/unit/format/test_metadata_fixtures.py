@@ -72,7 +72,7 @@ def _all_records(table: Path) -> list[tuple[str, str, MetadataRecord]]:
     return out
 
 
-def test_every_log_file_re_encodes_byte_for_byte(table):
+def test_every_log_file_re_encodes_byte_for_byte(table, java_deflate):
     count = 0
     for part in (p for p in (table / META).iterdir() if p.name != ".hoodie"):
         for f in _files(table, part.name):
@@ -94,7 +94,7 @@ def test_every_log_file_re_encodes_byte_for_byte(table):
     assert count > 5
 
 
-def test_every_base_file_re_encodes_given_its_bloom_filter(table):
+def test_every_base_file_re_encodes_given_its_bloom_filter(table, java_deflate):
     for part in (p for p in (table / META).iterdir() if p.name != ".hoodie"):
         for f in (f for f in _files(table, part.name) if f.name.endswith(".hfile")):
             java = f.read_bytes()

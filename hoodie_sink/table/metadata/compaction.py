@@ -96,14 +96,7 @@ def compact_if_due(
 
 def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: Timeline, instant: str) -> str:
     current = current_slice(mdt, timeline, FILES_PARTITION, FILES_FILE_ID)
-    operation = CompactionOperation(
-        partition_path=FILES_PARTITION,
-        file_id=FILES_FILE_ID,
-        base_instant=current.base_instant,
-        base_file=current.base_file.name if current.base_file is not None else None,
-        log_files=tuple(lf.name for lf in current.log_files),
-        log_bytes=sum(lf.size for lf in current.log_files),
-    )
+    operation = _operation(current, FILES_PARTITION)
     record_index = record_index_layout(mdt, timeline) if mdt.is_dir(RECORD_INDEX) else None
     hashed = [(p, sl) for p in (BLOOM_FILTERS, COLUMN_STATS) for sl in _hashed_slices(mdt, timeline, p)]
     operations = [
@@ -119,20 +112,7 @@ def compact(storage: Storage, mdt: Storage, timeline: Timeline, data_timeline: T
     data = base_file_bytes([r for r in merged.values() if r is not None], base.name)
     rel = f"{FILES_PARTITION}/{base.name}"
     mdt.write_bytes(rel, data)
-    stat = WriteStat(
-        file_id=FILES_FILE_ID,
-        partition_path=FILES_PARTITION,
-        path=rel,
-        prev_commit=current.base_instant,
-        num_writes=len(merged),
-        total_write_bytes=len(data),
-        file_size_in_bytes=len(data),
-        extra={
-            "totalLogFilesCompacted": len(current.log_files),
-            "totalLogSizeCompacted": operation.log_bytes,
-        },
-    )
-    stats = [stat]
+    stats = [_compacted_stat(FILES_PARTITION, current, rel, len(data), len(merged))]
     if record_index is not None or hashed:
         _, valid, latest = reader_instants(storage, data_timeline)
         for sl in record_index.slices if record_index is not None else []:
@@ -185,14 +165,20 @@ def _compact_records(
     data = base_file_bytes([r for r in merged.values() if r is not None], base.name)
     rel = f"{partition}/{base.name}"
     mdt.write_bytes(rel, data)
+    return _compacted_stat(partition, current, rel, len(data), len(merged))
+
+
+def _compacted_stat(partition: str, current: MetadataSlice, rel: str, size: int, records: int) -> WriteStat:
+    """The write stat of the base file `rel` (of `size` bytes, `records` records) that compacts
+    slice `current` of `partition`."""
     return WriteStat(
         file_id=current.file_id,
         partition_path=partition,
         path=rel,
         prev_commit=current.base_instant,
-        num_writes=len(merged),
-        total_write_bytes=len(data),
-        file_size_in_bytes=len(data),
+        num_writes=records,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
         extra={
             "totalLogFilesCompacted": len(current.log_files),
             "totalLogSizeCompacted": sum(lf.size for lf in current.log_files),
@@ -212,19 +198,7 @@ def _compact_record_index(
     data = entries_hfile(merged, base.name, base=True)
     rel = f"{RECORD_INDEX}/{base.name}"
     mdt.write_bytes(rel, data)
-    return WriteStat(
-        file_id=current.file_id,
-        partition_path=RECORD_INDEX,
-        path=rel,
-        prev_commit=current.base_instant,
-        num_writes=merged.num_rows,
-        total_write_bytes=len(data),
-        file_size_in_bytes=len(data),
-        extra={
-            "totalLogFilesCompacted": len(current.log_files),
-            "totalLogSizeCompacted": sum(lf.size for lf in current.log_files),
-        },
-    )
+    return _compacted_stat(RECORD_INDEX, current, rel, len(data), merged.num_rows)
 
 
 def base_file_bytes(records: list[MetadataRecord], name: str) -> bytes:

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.parquet as pq
 
 from hoodie_sink.table.format.column_stats import column_stats_of_footer
-from hoodie_sink.table.format.commit_metadata import CommitMetadata, WriteStat
+from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import LogFile
 from hoodie_sink.table.format.metadata_records import (
     ColumnStatsInfo,
@@ -66,8 +66,8 @@ def of_commit(storage: Storage, md: CommitMetadata) -> list[MetadataRecord]:
     if missing:
         log.info("hoodie: reading %d footers for column statistics the tasks did not compute", len(missing))
         with ThreadPoolExecutor(max_workers=min(FOOTER_THREADS, len(missing))) as pool:
-            footers = list(pool.map(lambda s: _footer_stats(storage, s), missing))
-        computed = {s.path: f for s, f in zip(missing, footers, strict=True)}
+            footers = list(pool.map(lambda s: base_file_stats(storage, s.path), missing))
+        computed = {s.path: tuple(f) for s, f in zip(missing, footers, strict=True)}
     out: list[MetadataRecord] = []
     for s in stats:
         for info in s.column_stats if s.column_stats is not None else computed[s.path]:
@@ -75,10 +75,14 @@ def of_commit(storage: Storage, md: CommitMetadata) -> list[MetadataRecord]:
     return out
 
 
-def _footer_stats(storage: Storage, stat: WriteStat) -> tuple[ColumnStatsInfo, ...]:
-    with storage.open_input_file(stat.path) as f:
+def base_file_stats(
+    storage: Storage, path: str, columns: Iterable[str] | None = None
+) -> list[ColumnStatsInfo]:
+    """A base file's statistics from its footer (`path` relative to the table; `columns`: every
+    column when None)."""
+    with storage.open_input_file(path) as f:
         footer = pq.read_metadata(f)
-    return tuple(column_stats_of_footer(footer, posixpath.basename(stat.path)))
+    return column_stats_of_footer(footer, posixpath.basename(path), columns)
 
 
 def of_clean(storage: Storage, deleted: Iterable[str]) -> list[MetadataRecord]:

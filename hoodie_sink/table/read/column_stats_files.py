@@ -24,24 +24,16 @@ import pyarrow.parquet as pq
 
 from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.avro_rows import decode_block_content
-from hoodie_sink.table.format.column_stats import column_stats_of_footer, column_stats_of_rows
+from hoodie_sink.table.format.column_stats import column_stats_of_rows
 from hoodie_sink.table.format.file_group import Listing
 from hoodie_sink.table.format.metadata_records import ColumnStatsInfo
 from hoodie_sink.table.format.schema import avro_to_arrow
+from hoodie_sink.table.metadata.column_stats_change import base_file_stats
 from hoodie_sink.table.metadata.column_stats_init import ColumnStatsInit
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
 
 Committed = Callable[[str], bool]  # whether a block's instant is committed (Timeline.is_committed)
-
-
-def base_file_stats(
-    storage: Storage, path: str, columns: Iterable[str] | None = None
-) -> list[ColumnStatsInfo]:
-    """A base file's statistics from its footer (`path` relative to the table)."""
-    with storage.open_input_file(path) as f:
-        footer = pq.read_metadata(f)
-    return column_stats_of_footer(footer, posixpath.basename(path), columns)
 
 
 def log_file_stats(

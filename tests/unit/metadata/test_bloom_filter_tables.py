@@ -27,7 +27,11 @@ from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.bloom_filter_files import bloom_filters_init
 from hoodie_sink.table.services.validation import bloom_filter_mismatches
 from hoodie_sink.table.storage import Storage
-from tests.support.tables import assert_table_matches, unzip_metadata_fixture
+from tests.support.metadata_services import (
+    assert_tombstoned_then_compacted,
+    upserts_with_cleans_and_compactions,
+)
+from tests.support.tables import unzip_metadata_fixture
 from tests.unit.metadata.test_metadata_table import OPTS, trips
 
 JAVA_TABLES = ("cow_mdt_v6", "mor_mdt_v6")
@@ -91,29 +95,8 @@ def test_use_metadata_needs_the_partition_kept(tmp_path):
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_our_writes_keep_bloom_filters_through_cleans_and_compactions(tmp_path, table_type):
     path = tmp_path / "t"
-    opts = {
-        **BLOOM_OPTS,
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.metadata.compact.max.delta.commits": "3",
-        "hoodie.cleaner.commits.retained": "1",
-        "hoodie.compact.inline.max.delta.commits": "2",
-    }
-    model: dict[int, dict] = {}
-    for r in range(9):
-        batch = trips(range(r * 4, r * 4 + 12), ts=r + 1)
-        hoodie_sink.write(batch, str(path), {**opts, "hoodie.datasource.write.operation": "upsert"})
-        model |= {row["id"]: row for row in batch.to_pylist()}
-        assert_table_matches(path, list(model.values()))  # bloom_filter_mismatches included
-    storage = Storage(str(path))
-    records = read_partition(storage, ActiveTimeline.load(storage), BLOOM_FILTERS) or {}
-    assert any(r is not None and r.bloom_filter.is_deleted for r in records.values())  # cleaned files
-    mdt = metadata_storage(storage)
-    bases = [f.base_name for f in mdt.list_dir(BLOOM_FILTERS) if f.base_name.endswith(".hfile")]
-    assert bases  # compacted, no tombstone kept
-    for name in bases:
-        assert not any(
-            r.bloom_filter.is_deleted for r in read_metadata_hfile(mdt.read_bytes(f"{BLOOM_FILTERS}/{name}"))
-        )
+    upserts_with_cleans_and_compactions(path, BLOOM_OPTS, table_type)
+    assert_tombstoned_then_compacted(path, BLOOM_FILTERS, "bloom_filter")
 
 
 @pytest.mark.parametrize("global_index", [False, True])

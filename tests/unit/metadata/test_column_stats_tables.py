@@ -20,8 +20,12 @@ from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.column_stats_files import column_stats_init
 from hoodie_sink.table.services.validation import column_stats_mismatches
 from hoodie_sink.table.storage import Storage
-from tests.support.tables import assert_table_matches, unzip_metadata_fixture
-from tests.unit.metadata.test_metadata_table import OPTS, trips
+from tests.support.metadata_services import (
+    assert_tombstoned_then_compacted,
+    upserts_with_cleans_and_compactions,
+)
+from tests.support.tables import unzip_metadata_fixture
+from tests.unit.metadata.test_metadata_table import OPTS
 
 JAVA_TABLES = ("cow_mdt_v6", "mor_mdt_v6")
 STATS_OPTS = {**OPTS, "hoodie.metadata.index.column.stats.enable": "true"}
@@ -98,31 +102,8 @@ def test_our_writes_continue_javas_partition_when_enabled_and_drop_it_when_not(t
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_cleans_tombstone_and_compaction_drops_the_tombstones(tmp_path, table_type):
     path = tmp_path / "t"
-    opts = {
-        **STATS_OPTS,
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.metadata.compact.max.delta.commits": "3",
-        "hoodie.cleaner.commits.retained": "1",
-        "hoodie.compact.inline.max.delta.commits": "2",
-    }
-    model: dict[int, dict] = {}
-    for r in range(9):
-        batch = trips(range(r * 4, r * 4 + 12), ts=r + 1)
-        hoodie_sink.write(batch, str(path), {**opts, "hoodie.datasource.write.operation": "upsert"})
-        model |= {row["id"]: row for row in batch.to_pylist()}
-        assert_table_matches(path, list(model.values()))  # column_stats_mismatches included
-    storage = Storage(str(path))
-    records = read_partition(storage, ActiveTimeline.load(storage), COLUMN_STATS) or {}
-    assert any(r is not None and r.column_stats.is_deleted for r in records.values())  # cleaned files
-    from hoodie_sink.table.format.metadata_blocks import read_metadata_hfile
-
-    mdt = metadata_storage(storage)
-    bases = [f.base_name for f in mdt.list_dir(COLUMN_STATS) if f.base_name.endswith(".hfile")]
-    assert bases  # compacted
-    for name in bases:
-        assert not any(
-            r.column_stats.is_deleted for r in read_metadata_hfile(mdt.read_bytes(f"{COLUMN_STATS}/{name}"))
-        )
+    upserts_with_cleans_and_compactions(path, STATS_OPTS, table_type)
+    assert_tombstoned_then_compacted(path, COLUMN_STATS, "column_stats")
     # data skipping reads them: a point filter opens fewer files than the table has
     got = hoodie_sink.read(str(path), {"hoodie.enable.data.skipping": "true"}, filters=[("id", "=", 5)])
     assert got.num_rows == 1

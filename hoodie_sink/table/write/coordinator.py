@@ -435,6 +435,17 @@ def _check_options_against_input(
                 f"Option 'hoodie.clustering.plan.strategy.sort.columns' names {', '.join(missing)}, not columns "
                 f"of the input ({', '.join(data_schema.names)})."
             )
+    if cfg.column_stats_enable and cfg.column_stats_columns and not op.deletes:
+        # a column the files do not have would get no statistics: data skipping on it would
+        # silently never prune, so a misspelt name is refused
+        unknown = [
+            c for c in cfg.column_stats_columns if c not in data_schema.names and c not in META_COLUMNS
+        ]
+        if unknown:
+            raise HoodieConfigError(
+                f"Option 'hoodie.metadata.index.column.stats.column.list' names {', '.join(unknown)}, not "
+                f"top-level columns of the input ({', '.join(data_schema.names)}) or meta columns."
+            )
 
 
 def complete(

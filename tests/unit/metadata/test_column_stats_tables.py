@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
+from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.format.metadata_keys import COLUMN_STATS, file_group_index
 from hoodie_sink.table.format.metadata_listing import read_partition
 from hoodie_sink.table.format.metadata_table import listed_partitions, metadata_storage
@@ -25,7 +26,7 @@ from tests.support.metadata_services import (
     upserts_with_cleans_and_compactions,
 )
 from tests.support.tables import unzip_metadata_fixture
-from tests.unit.metadata.test_metadata_table import OPTS
+from tests.unit.metadata.test_metadata_table import OPTS, trips
 
 JAVA_TABLES = ("cow_mdt_v6", "mor_mdt_v6")
 STATS_OPTS = {**OPTS, "hoodie.metadata.index.column.stats.enable": "true"}
@@ -107,3 +108,11 @@ def test_cleans_tombstone_and_compaction_drops_the_tombstones(tmp_path, table_ty
     # data skipping reads them: a point filter opens fewer files than the table has
     got = hoodie_sink.read(str(path), {"hoodie.enable.data.skipping": "true"}, filters=[("id", "=", 5)])
     assert got.num_rows == 1
+
+
+def test_a_column_list_naming_an_unknown_column_is_refused_before_the_write(tmp_path):
+    path = tmp_path / "t"
+    opts = {**STATS_OPTS, "hoodie.metadata.index.column.stats.column.list": "id,fair"}
+    with pytest.raises(HoodieConfigError, match=r"column\.stats\.column\.list' names fair"):
+        hoodie_sink.write(trips(range(10), ts=1), str(path), opts)
+    assert not (path / ".hoodie").exists() or not list((path / ".hoodie").glob("*.commit"))

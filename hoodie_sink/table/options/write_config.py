@@ -779,9 +779,9 @@ class WriteConfig:
         return Storage(self.path, self.storage_options)
 
     @property
-    def column_stats_to_take(self) -> tuple[str, ...] | None:
-        """The columns whose statistics a written file's write stat carries (empty: every column), or
-        None when this write does not keep column_stats (write/base_file_writer, log_writer)."""
+    def log_column_stats(self) -> tuple[str, ...] | None:
+        """The columns whose statistics a log file's write stat carries (empty: every column), or
+        None when this write does not keep column_stats (write/log_writer.write_log_file)."""
         return self.column_stats_columns if self.column_stats_enable else None
 
     def keeps_metadata_table(self, table_has_one: bool, new_table: bool = False) -> bool:

@@ -52,10 +52,10 @@ class ParquetSettings:
     bloom_max_entries: int
     # false: Hudi's virtual keys (hoodie.populate.meta.fields=false, format/virtual_keys.py)
     populate_meta_fields: bool
-    # the metadata table keeps column_stats: the footer's statistics of these columns (empty: every
-    # column; None: not kept) go with the write stat, computed here where the footer was just closed
-    # (docs/design/metadata-table.md#column-statistics)
-    column_stats: tuple[str, ...] | None
+    # the metadata table keeps column_stats: the footer's statistics go with the write stat, computed
+    # here where the footer was just closed (docs/design/metadata-table.md#column-statistics)
+    column_stats_enable: bool
+    column_stats_columns: tuple[str, ...]  # empty: every column
     # the metadata table keeps bloom_filters: the footer's filter goes with the write stat
     bloom_filters_enable: bool
 
@@ -220,9 +220,11 @@ class BaseFileWriter:
         if self.settings.bloom_filters_enable and BLOOM_FOOTER_KEY in key_footer:
             # as the footer holds it (a virtual-key file has none, and gets no record, as in Java)
             stat.bloom_filter = (self._bloom.type_code, key_footer[BLOOM_FOOTER_KEY])
-        if self.settings.column_stats is not None:
+        if self.settings.column_stats_enable:
             stat.column_stats = tuple(
-                column_stats_of_footer(writer.writer.metadata, self.name, self.settings.column_stats or None)
+                column_stats_of_footer(
+                    writer.writer.metadata, self.name, self.settings.column_stats_columns or None
+                )
             )
         return stat
 
@@ -435,6 +437,7 @@ def parquet_settings_of(c: WriteConfig) -> ParquetSettings:
         bloom_fpp=c.bloom_fpp,
         bloom_max_entries=c.bloom_max_entries,
         populate_meta_fields=c.populate_meta_fields,
-        column_stats=c.column_stats_to_take,
+        column_stats_enable=c.column_stats_enable,
+        column_stats_columns=c.column_stats_columns,
         bloom_filters_enable=c.bloom_filters_enable,
     )

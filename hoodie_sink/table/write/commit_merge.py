@@ -179,7 +179,7 @@ def _run_log_fixups(
         target = LogWrite(sl, version, f"{i}-{COMMIT_STAGE}-0", ctx.instant, i)
         return write_log_file(
             ctx.storage, target, winners, rule.ordering_field, ctx.avro_with_meta, exclusive=ctx.config.occ,
-            column_stats=ctx.config.column_stats_to_take,
+            column_stats=ctx.config.log_column_stats,
         )  # fmt: skip
 
     threads = max(1, min(ctx.config.merge_threads, len(jobs)))

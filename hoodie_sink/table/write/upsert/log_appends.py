@@ -65,7 +65,7 @@ class LogAppends:
             stat = write_log_file(
                 self.storage, target, written, self.ordering_field, self.ctx.avro_with_meta,
                 self.guard, records=records, exclusive=self.ctx.config.occ,
-                column_stats=self.ctx.config.column_stats_to_take,
+                column_stats=self.ctx.config.log_column_stats,
             )  # fmt: skip
             self.outputs.add_stats(stat)
         return True

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError, HoodieWriteConflictError
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
+from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.metrics import WriteMetrics, append_metrics_line, sum_task_phases
 from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.services.after_commit import ServicesReport, run_after_commit
@@ -124,8 +125,17 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
     raise AssertionError("unreachable")
 
 
-def _write_once(cfg: WriteConfig, schema: pa.Schema, batches) -> CommitMetadata:
-    ctx = begin(cfg, schema)
+def write_read_changes(cfg: WriteConfig, data: pa.Table, read_on: Timeline) -> CommitMetadata:
+    """Write changes computed from the table as `read_on` showed it (the Table's MERGE, UPDATE and
+    DELETE), in one process: one instant; under OCC a write completed since that read which changed
+    the same file groups is a conflict (no retry here: the changes must be computed again)."""
+    return _write_once(cfg, data.schema, data.to_batches(), read_on=read_on)
+
+
+def _write_once(
+    cfg: WriteConfig, schema: pa.Schema, batches, read_on: Timeline | None = None
+) -> CommitMetadata:
+    ctx = begin(cfg, schema, read_on=read_on)
     try:
         result = write_task(ctx, TaskIdentity(only_task=True), batches)
         return complete(ctx, [result])

@@ -22,6 +22,9 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
+from hoodie_sink.table.client import write_read_changes
+from hoodie_sink.table.dml import table_merger as dml
+from hoodie_sink.table.dml.table_merger import TableMerger
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import FileGroup, FileSlice
 from hoodie_sink.table.format.fs_view import FileSystemView, replacing_instants
@@ -258,6 +261,41 @@ class Table:
             rows = snap.read_ref(slice_ref(sl), []).num_rows if sl.log_files else self.base_file_rows(sl)
             out.append(SliceRows(sl, rows))
         return out
+
+    # ------------------------------------------------------------- row-level changes (table/dml/)
+
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        source_alias: str = "source",
+        target_alias: str = "target",
+        options: Mapping[str, str] | None = None,
+    ) -> TableMerger:
+        """MERGE the `source` rows (a pyarrow Table, RecordBatch or RecordBatchReader) into this
+        table, as delta-rs's `DeltaTable.merge`: `predicate` (SQL) must equate the target's record
+        key fields with source expressions; add `when_*` clauses to the returned builder, then
+        `execute()`.  One upsert instant (docs/design/table-dml.md)."""
+        return TableMerger(
+            self.write_config(options), write_read_changes, source, predicate, source_alias, target_alias
+        )
+
+    def update(
+        self,
+        updates: Mapping[str, str],
+        predicate: str | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> dict[str, int]:
+        """UPDATE the rows `predicate` (SQL over the table's columns; every row without one)
+        selects, setting each column of `updates` to its SQL expression; one upsert instant."""
+        return dml.update(self.write_config(options), write_read_changes, updates, predicate)
+
+    def delete(
+        self, predicate: str | None = None, options: Mapping[str, str] | None = None
+    ) -> dict[str, int]:
+        """DELETE the rows `predicate` (SQL over the table's columns; every row without one)
+        selects; one upsert instant of deletes."""
+        return dml.delete(self.write_config(options), write_read_changes, predicate)
 
     # --------------------------------------------------------------------------- table services
 

@@ -719,6 +719,9 @@ class WriteConfig:
     explicit: frozenset[str] = field(default_factory=frozenset)  # attrs the user set
     commit_extra: tuple[tuple[str, str], ...] = ()  # options copied into extraMetadata
     ignored: tuple[str, ...] = ()
+    # set by the Table's MERGE, UPDATE and DELETE (table/dml/), never by an option: the input's
+    # column write/upsert/incoming.DML_DELETE marks the rows that delete their key in this upsert
+    dml_deletes: bool = False
 
     @staticmethod
     def from_options(

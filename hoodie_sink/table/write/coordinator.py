@@ -93,18 +93,26 @@ from hoodie_sink.table.write.table_setup import (
     resolve_with_table,
     table_exists,
 )
+from hoodie_sink.table.write.upsert.incoming import DML_DELETE
 
 log = logging.getLogger(__name__)
 
 
 def begin(
-    cfg: WriteConfig, input_schema: pa.Schema, timeline: ActiveTimeline | None = None, routed: bool = False
+    cfg: WriteConfig,
+    input_schema: pa.Schema,
+    timeline: ActiveTimeline | None = None,
+    routed: bool = False,
+    read_on: Timeline | None = None,
 ) -> WriteContext:
     """Start the write's instant.  The timeline is loaded once for all of begin's steps (the
     rollback, the schema, the file groups, the instant time); `timeline` is a load the caller
     has just made of an existing table (the streaming begin read its checkpoints from it).
     `routed`: the input was routed (write/routing/); its tasks check that it was routed on the
-    snapshot this write starts from (`WriteContext.routed_on`)."""
+    snapshot this write starts from (`WriteContext.routed_on`).  `read_on`: the timeline the
+    input was computed from (a MERGE, UPDATE or DELETE read the table first); under OCC, a write
+    completed since then that changed one of our file groups is a conflict, as one completed
+    since our instant began is."""
     storage = cfg.storage()
     check_table_lock(cfg)
     cfg, table, exists, op, index, data_schema, incoming = _resolve(cfg, storage, input_schema)
@@ -147,7 +155,7 @@ def begin(
         data_schema=data_schema,
         created_table=not exists,
         routed_on=route_fingerprint(op, timeline if exists else None) if routed else None,
-        **(_planned_on(timeline) if cfg.occ else {}),
+        **(_planned_on(read_on if read_on is not None else timeline) if cfg.occ else {}),
     )
     log.info("hoodie: started %s %s on %s (%s)", action, instant, cfg.path, ctx.plan.operation.operation_type)
     return ctx
@@ -370,7 +378,8 @@ def _average_record_size(timeline: ActiveTimeline) -> int | None:
 
 
 def _without_meta(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f for f in schema if f.name not in META_COLUMNS])
+    """The input's data columns: neither Hudi's meta columns nor the DML's delete marker."""
+    return pa.schema([f for f in schema if f.name not in META_COLUMNS and f.name != DML_DELETE])
 
 
 def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
@@ -404,7 +413,7 @@ def _check_input_columns(cfg: WriteConfig, op: WriteOperation, index: Index, sch
         if f.name.startswith("_hoodie_") and f.name not in (
             "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
             "_hoodie_partition_path", "_hoodie_file_name", "_hoodie_is_deleted",
-        ):  # fmt: skip
+        ) and not (cfg.dml_deletes and op.keyed and f.name == DML_DELETE):  # fmt: skip
             raise HoodieSchemaError(f"Column '{f.name}' uses the reserved prefix '_hoodie_'.")
 
 

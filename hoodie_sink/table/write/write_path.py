@@ -21,6 +21,7 @@ from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import join_partition
 from hoodie_sink.table.format.heartbeat import Heartbeat, keep_beating, release_heartbeat
 from hoodie_sink.table.format.list_elements import check_no_null_elements, has_lists
+from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.format.write_operation import APPEND, ASSIGNED
 from hoodie_sink.table.metrics import sum_task_phases
 from hoodie_sink.table.options.write_config import WriteConfig
@@ -54,14 +55,16 @@ def _heartbeat(ctx: WriteContext) -> Heartbeat:
     )
 
 
-def begin(cfg: WriteConfig, input_schema: pa.Schema, routed: bool = False) -> WriteContext:
+def begin(
+    cfg: WriteConfig, input_schema: pa.Schema, routed: bool = False, read_on: Timeline | None = None
+) -> WriteContext:
     """Begin the write on the driver side and keep its heartbeat from here to the commit or
     abort: between begin and the first task (Spark may queue tasks behind other jobs), and
     between tasks, nobody else beats.  Every beat within `interval`, well inside Java's expiry
     (`interval x tolerable misses`).  A micro-batch begins in a task instead
     (streaming.begin_batch, no keeper there): that task beats while it writes.
     `routed`: the input carries routes (write/routing/), and `input_schema` its user columns."""
-    ctx = coordinator.begin(cfg, input_schema, routed=routed)
+    ctx = coordinator.begin(cfg, input_schema, routed=routed, read_on=read_on)
     keep_beating(ctx.storage, ctx.instant, cfg.heartbeat_interval_ms / 1000, lambda: _instant_running(ctx))
     return ctx
 

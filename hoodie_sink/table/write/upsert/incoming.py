@@ -13,6 +13,10 @@ from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.write.merge import DELETE, KEY, KIND, ORDER, PART, SOFT_DELETE, UPSERT
 
 IS_DELETED = "_hoodie_is_deleted"
+# The Table's MERGE, UPDATE and DELETE write their upserts and deletes as one upsert (one instant):
+# a row with this column true deletes its key whatever its ordering value, as the delete operation
+# does (WriteConfig.dml_deletes lets it in; it is never stored: docs/design/table-dml.md).
+DML_DELETE = "_hoodie_dml_delete"
 
 
 class IncomingChanges:
@@ -32,6 +36,13 @@ class IncomingChanges:
         data = _select(batch, self.data_schema, allow_missing=self.allow_missing)
         if self.deletes:
             kinds = np.full(n, DELETE, dtype=np.int8)
+        elif DML_DELETE in batch.schema.names:
+            flag = pc.fill_null(batch.column(batch.schema.get_field_index(DML_DELETE)), False)
+            kinds = np.where(np.asarray(flag.to_numpy(zero_copy_only=False), dtype=bool), DELETE, UPSERT)
+            if IS_DELETED in batch.schema.names:
+                soft = pc.fill_null(batch.column(batch.schema.get_field_index(IS_DELETED)), False)
+                soft_np = np.asarray(soft.to_numpy(zero_copy_only=False), dtype=bool)
+                kinds = np.where((kinds == UPSERT) & soft_np, SOFT_DELETE, kinds)
         elif IS_DELETED in batch.schema.names:
             flag = pc.fill_null(batch.column(batch.schema.get_field_index(IS_DELETED)), False)
             kinds = np.where(np.asarray(flag.to_numpy(zero_copy_only=False), dtype=bool), SOFT_DELETE, UPSERT)

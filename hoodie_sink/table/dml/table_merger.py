@@ -1,0 +1,296 @@
+"""MERGE, UPDATE and DELETE on a Hudi table, with delta-rs's names (`TableMerger`), in one process
+over Arrow (docs/design/table-dml.md).
+
+A call reads what it needs of the table (the stored rows of the source's keys, found through the
+table's index; every row only for WHEN NOT MATCHED BY SOURCE, or a condition's rows after data
+skipping), decides the changes (merge_plan.py, pure), and writes them as one upsert: updated and
+inserted rows, and the deleted keys marked as deletes, in one instant.  Under OCC a write that
+completed since the read and changed the same file groups fails it (nothing committed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_sink.errors import HoodieConfigError, HoodieKeyError, HoodieTableError
+from hoodie_sink.table.dml.expressions import Scope, compile_expression, is_true
+from hoodie_sink.table.dml.merge_plan import (
+    DELETE,
+    INSERT,
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    UPDATE,
+    Clause,
+    KeyJoin,
+    MergeSpec,
+    TableShape,
+    plan_merge,
+)
+from hoodie_sink.table.dml.skipping import skipping_predicates
+from hoodie_sink.table.dml.target_rows import KeyLookup, rows_of_keys, rows_of_predicate, stored_keys
+from hoodie_sink.table.format.keygen import KeyGenerator
+from hoodie_sink.table.format.merge_rule import MergeRule
+from hoodie_sink.table.format.properties import read_table_config
+from hoodie_sink.table.format.schema import META_COLUMNS, avro_to_arrow
+from hoodie_sink.table.format.table_schema import latest_schema
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.index.registry import index_of
+from hoodie_sink.table.options.write_config import WriteConfig
+from hoodie_sink.table.read.snapshot import Snapshot
+from hoodie_sink.table.write.plan import keygen_config_of
+from hoodie_sink.table.write.table_setup import resolve_with_table, table_exists
+from hoodie_sink.table.write.upsert.incoming import DML_DELETE
+
+# How the changes are written: the write client's `write_read_changes` (the Table passes it in, so
+# that this layer does not reach up into the client): one instant, services after it as any write.
+ChangeWriter = Callable[[WriteConfig, pa.Table, Timeline], Any]
+
+
+@dataclass
+class TableMerger:
+    """A MERGE being built: `Table.merge(...)` returns one; each `when_*` adds a clause (applied in
+    the order given, per kind) and returns it; `execute()` runs it and returns its metrics."""
+
+    config: WriteConfig
+    writer: ChangeWriter
+    source: pa.Table
+    predicate: str
+    source_alias: str = "source"
+    target_alias: str = "target"
+    clauses: list[Clause] = field(default_factory=list)
+
+    def when_matched_update(self, updates: Mapping[str, str], predicate: str | None = None) -> TableMerger:
+        return self._add(Clause(MATCHED, UPDATE, predicate, _assignments(updates)))
+
+    def when_matched_update_all(self, predicate: str | None = None) -> TableMerger:
+        return self._add(Clause(MATCHED, UPDATE, predicate, None))
+
+    def when_matched_delete(self, predicate: str | None = None) -> TableMerger:
+        return self._add(Clause(MATCHED, DELETE, predicate))
+
+    def when_not_matched_insert(
+        self, updates: Mapping[str, str], predicate: str | None = None
+    ) -> TableMerger:
+        return self._add(Clause(NOT_MATCHED, INSERT, predicate, _assignments(updates)))
+
+    def when_not_matched_insert_all(self, predicate: str | None = None) -> TableMerger:
+        return self._add(Clause(NOT_MATCHED, INSERT, predicate, None))
+
+    def when_not_matched_by_source_update(
+        self, updates: Mapping[str, str], predicate: str | None = None
+    ) -> TableMerger:
+        return self._add(Clause(NOT_MATCHED_BY_SOURCE, UPDATE, predicate, _assignments(updates)))
+
+    def when_not_matched_by_source_delete(self, predicate: str | None = None) -> TableMerger:
+        return self._add(Clause(NOT_MATCHED_BY_SOURCE, DELETE, predicate))
+
+    def _add(self, clause: Clause) -> TableMerger:
+        self.clauses.append(clause)
+        return self
+
+    def execute(self) -> dict[str, int]:
+        spec = MergeSpec(self.predicate, self.source_alias, self.target_alias, tuple(self.clauses))
+        target = DmlTarget.open(self.config, self.writer)
+        source = _source_in_table_types(self.source)
+        join = KeyJoin.of(spec, target.shape, source.schema)
+        key_table = join.source_key_table(source, self.source_alias, target.shape)
+        looked_up = target.rows_of_keys(target.keygen.record_keys(_non_null_keys(key_table)))
+        whole = None
+        if spec.needs_whole_target:
+            # only a clause's rows can change: with one NOT MATCHED BY SOURCE clause, its
+            # condition's conjuncts prune files (every stored row is still matched by key first)
+            by_source = [c for c in spec.clauses if c.when == NOT_MATCHED_BY_SOURCE]
+            pruning = by_source[0].predicate if len(by_source) == 1 else None
+            whole = target.rows_where(pruning, self.target_alias)
+            whole = _union_rows(whole, looked_up, target)
+        outcome = plan_merge(spec, target.shape, source, target.data(looked_up),
+                             target.data(whole) if whole is not None else None)  # fmt: skip
+        if outcome.inserted_identities is not None:
+            target.refuse_stored_inserts(outcome.inserted_identities, looked_up)
+        target.write(outcome.upserts, outcome.deletes)
+        return outcome.metrics
+
+
+@dataclass
+class DmlTarget:
+    """The table a DML call changes: its settings resolved once, the snapshot it reads, and how it
+    writes the changes back."""
+
+    config: WriteConfig
+    writer: ChangeWriter
+    snapshot: Snapshot
+    shape: TableShape
+    keygen: KeyGenerator
+    lookup: KeyLookup
+
+    @staticmethod
+    def open(options_cfg: WriteConfig, writer: ChangeWriter) -> DmlTarget:
+        storage = options_cfg.storage()
+        if not table_exists(storage):
+            raise HoodieTableError(f"There is no Hudi table at {options_cfg.path}: nothing to merge into.")
+        table = read_table_config(storage)
+        cfg = resolve_with_table(options_cfg.with_(operation="upsert", dml_deletes=True), table)
+        snap = Snapshot.open(storage)
+        avro = latest_schema(storage, snap.timeline, table)
+        if avro is None:
+            raise HoodieTableError(f"The table at {cfg.path} has no completed write yet, so no schema.")
+        schema = pa.schema([f for f in avro_to_arrow(json.loads(avro)) if f.name not in META_COLUMNS])
+        index = index_of(cfg.index_type)
+        rule = MergeRule.of_table(table)
+        shape = TableShape(
+            schema=schema,
+            key_fields=cfg.record_key_fields,
+            partition_fields=cfg.partition_fields,
+            global_keys=index.is_global,
+            moves_partitions=index.is_global and index.moves_partitions(cfg.index_update_partition_path),
+            event_time_field=rule.ordering_field if rule.base_ordering else None,
+        )
+        keygen = KeyGenerator(keygen_config_of(cfg))
+        stored = None if cfg.populate_meta_fields else keygen
+        lookup = KeyLookup(index, keygen, stored, cfg.num_buckets, cfg.bucket_hash_fields)
+        return DmlTarget(cfg, writer, snap, shape, keygen, lookup)
+
+    def rows_of_keys(self, record_keys: pa.Array) -> pa.Table:
+        return rows_of_keys(self.snapshot, self.lookup, record_keys)
+
+    def rows_where(self, predicate: str | None, alias: str | None = None) -> pa.Table:
+        """The stored rows of the slices a condition's conjuncts do not rule out (all without one)."""
+        preds = skipping_predicates(predicate, self.shape.schema, alias) if predicate else []
+        return rows_of_predicate(self.snapshot, preds)
+
+    def data(self, rows: pa.Table) -> pa.Table:
+        return rows.select(self.shape.schema.names)
+
+    def identities(self, rows: pa.Table) -> pa.Array:
+        """Each stored row's (record key, partition path), as one string."""
+        if self.lookup.stored_keygen is None:
+            keys, parts = rows.column("_hoodie_record_key"), rows.column("_hoodie_partition_path")
+        else:
+            keys = self.lookup.stored_keygen.record_keys(rows)
+            parts = self.lookup.stored_keygen.partition_paths(rows)
+        joined = pc.binary_join_element_wise(keys, parts, "\x00")
+        return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
+
+    def refuse_stored_inserts(self, identities: pa.Table, looked_up: pa.Table) -> None:
+        """An insert whose identity is stored would replace that record (Delta would keep both):
+        refused.  The keys the merge looked up are checked by the planner; others here."""
+        keys = self.keygen.record_keys(identities)
+        rest = keys.filter(
+            pc.invert(pc.is_in(keys, value_set=stored_keys(looked_up, self.lookup.stored_keygen)))
+        )
+        if not len(rest):
+            return
+        stored = self.data(self.rows_of_keys(rest))
+        ident = list(self.shape.identity_fields)
+        clash = identities.join(stored.select(ident), keys=ident, join_type="inner")
+        if clash.num_rows:
+            raise HoodieKeyError(
+                f"The merge inserts {clash.num_rows} row(s) whose key is already stored, e.g. "
+                f"{clash.slice(0, 1).to_pylist()[0]}: the insert would replace the stored record. Nothing was "
+                "written. Help: match on the inserted key, or update it."
+            )
+
+    def write(self, upserts: pa.Table, deletes: pa.Table) -> None:
+        """One upsert instant: the new rows, and the deleted rows marked as deletes.  Nothing to
+        change: no instant."""
+        if not upserts.num_rows and not deletes.num_rows:
+            return
+        flags = [
+            pa.array([False] * upserts.num_rows, pa.bool_()),
+            pa.array([True] * deletes.num_rows, pa.bool_()),
+        ]
+        data = pa.concat_tables([upserts, deletes.cast(upserts.schema)])
+        data = data.append_column(DML_DELETE, pa.concat_arrays(flags))
+        self.writer(self.config, data, self.snapshot.timeline)
+
+
+# ------------------------------------------------------------------------------- update, delete
+
+
+def update(
+    cfg: WriteConfig, writer: ChangeWriter, updates: Mapping[str, str], predicate: str | None = None
+) -> dict[str, int]:
+    """UPDATE table SET updates WHERE predicate: the rows the condition selects (data skipping
+    first), each assignment over the stored row; one upsert instant."""
+    if not updates:
+        raise HoodieConfigError("update() needs at least one column to set.")
+    target = DmlTarget.open(cfg, writer)
+    rows = target.data(target.rows_where(predicate))
+    spec = MergeSpec(_self_join(target.shape), "__source", "target",
+                     (Clause(NOT_MATCHED_BY_SOURCE, UPDATE, predicate, _assignments(updates)),))  # fmt: skip
+    outcome = plan_merge(spec, target.shape, rows.schema.empty_table(), rows, rows)
+    target.write(outcome.upserts, outcome.deletes)
+    return {"num_updated_rows": outcome.metrics["num_target_rows_updated"]}
+
+
+def delete(cfg: WriteConfig, writer: ChangeWriter, predicate: str | None = None) -> dict[str, int]:
+    """DELETE FROM table WHERE predicate (every row without one); one upsert instant of deletes."""
+    target = DmlTarget.open(cfg, writer)
+    rows = target.data(target.rows_where(predicate))
+    if predicate is not None:
+        scope = Scope.of_table(target.shape.schema)
+        rows = rows.filter(is_true(rows, compile_expression(predicate, scope)))
+    target.write(target.shape.schema.empty_table(), rows)
+    return {"num_deleted_rows": rows.num_rows}
+
+
+def _self_join(shape: TableShape) -> str:
+    return " AND ".join(f"target.`{k}` = __source.`{k}`" for k in shape.key_fields)
+
+
+# ------------------------------------------------------------------------------------- helpers
+
+
+def _assignments(updates: Mapping[str, str]) -> dict[str, str]:
+    if not isinstance(updates, Mapping) or not updates:
+        raise HoodieConfigError(f"Expected a non-empty mapping of column -> SQL expression, got {updates!r}.")
+    out = {}
+    for column, expr in updates.items():
+        if not isinstance(expr, str):
+            raise HoodieConfigError(
+                f"The value for column '{column}' must be a SQL expression string, got {expr!r} "
+                "(a string literal is quoted: \"'text'\")."
+            )
+        out[_unquoted(column)] = expr
+    return out
+
+
+def _unquoted(column: str) -> str:
+    """delta-rs takes assignment targets as `col` or `target.col`; the target column's name."""
+    name = column.strip().strip("`")
+    return name.split(".", 1)[1] if "." in name and not name.startswith("`") else name
+
+
+def _source_in_table_types(source) -> pa.Table:
+    if isinstance(source, pa.Table):
+        return source
+    if isinstance(source, pa.RecordBatch):
+        return pa.Table.from_batches([source])
+    if isinstance(source, pa.RecordBatchReader):
+        return source.read_all()
+    raise HoodieConfigError(
+        f"A merge source must be a pyarrow Table, RecordBatch or RecordBatchReader, got {type(source).__name__}."
+    )
+
+
+def _non_null_keys(keys: pa.Table) -> pa.Table:
+    mask = None
+    for col in keys.columns:
+        valid = pc.is_valid(col)
+        mask = valid if mask is None else pc.and_(mask, valid)
+    return keys.filter(mask) if mask is not None else keys
+
+
+def _union_rows(whole: pa.Table, looked_up: pa.Table, target: DmlTarget) -> pa.Table:
+    """The pruned rows plus the looked-up ones they miss (a pruned-away row may still be matched)."""
+    if not looked_up.num_rows:
+        return whole
+    missing = pc.invert(pc.is_in(target.identities(looked_up), value_set=target.identities(whole)))
+    return pa.concat_tables([whole, looked_up.filter(missing)], promote_options="permissive")

@@ -34,7 +34,7 @@ from hoodie_sink.table.dml.merge_plan import (
     plan_merge,
 )
 from hoodie_sink.table.dml.skipping import skipping_predicates
-from hoodie_sink.table.dml.target_rows import KeyLookup, rows_of_keys, rows_of_predicate, stored_keys
+from hoodie_sink.table.dml.target_rows import KeyLookup, rows_of_keys, rows_of_predicate
 from hoodie_sink.table.format.keygen import KeyGenerator
 from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import read_table_config
@@ -101,7 +101,8 @@ class TableMerger:
         source = _source_in_table_types(self.source)
         join = KeyJoin.of(spec, target.shape, source.schema)
         key_table = join.source_key_table(source, self.source_alias, target.shape)
-        looked_up = target.rows_of_keys(target.keygen.record_keys(_non_null_keys(key_table)))
+        asked = target.keygen.record_keys(_non_null_keys(key_table))
+        looked_up = target.rows_of_keys(asked)
         whole = None
         if spec.needs_whole_target:
             # only a clause's rows can change: with one NOT MATCHED BY SOURCE clause, its
@@ -113,7 +114,7 @@ class TableMerger:
         outcome = plan_merge(spec, target.shape, source, target.data(looked_up),
                              target.data(whole) if whole is not None else None)  # fmt: skip
         if outcome.inserted_identities is not None:
-            target.refuse_stored_inserts(outcome.inserted_identities, looked_up)
+            target.refuse_stored_inserts(outcome.inserted_identities, asked)
         target.write(outcome.upserts, outcome.deletes)
         return outcome.metrics
 
@@ -178,13 +179,12 @@ class DmlTarget:
         joined = pc.binary_join_element_wise(keys, parts, "\x00")
         return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
 
-    def refuse_stored_inserts(self, identities: pa.Table, looked_up: pa.Table) -> None:
+    def refuse_stored_inserts(self, identities: pa.Table, asked: pa.Array) -> None:
         """An insert whose identity is stored would replace that record (Delta would keep both):
-        refused.  The keys the merge looked up are checked by the planner; others here."""
+        refused.  The keys the merge looked up (`asked`) the planner checked against the rows
+        found; an insert of another key (an insert expression other than the ON's) is looked up here."""
         keys = self.keygen.record_keys(identities)
-        rest = keys.filter(
-            pc.invert(pc.is_in(keys, value_set=stored_keys(looked_up, self.lookup.stored_keygen)))
-        )
+        rest = keys.filter(pc.invert(pc.is_in(keys, value_set=asked)))
         if not len(rest):
             return
         stored = self.data(self.rows_of_keys(rest))

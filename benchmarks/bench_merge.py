@@ -129,7 +129,8 @@ def run(args: argparse.Namespace, root: str) -> None:
                      "s": f"{med:.2f}", "runs": " ".join(f"{t:.2f}" for t in times),
                      "vs delta-rs": f"{med / delta_median:.2f}x"})  # fmt: skip
     print(
-        f"MERGE of {changes:,} rows ({args.fraction:.2%}, half updates) into {args.rows:,} rows; rows after: {delta_rows:,}"
+        f"MERGE of {changes:,} rows ({args.fraction:.2%}, half updates) into {args.rows:,} rows; "
+        f"rows after: {delta_rows:,}"
     )
     print(format_table(out))
 

@@ -133,7 +133,10 @@ def test_a_global_index_moves_the_record(tmp_path, table_type):
     t = table(tmp_path, table_type, index="GLOBAL_BLOOM")
     t.update({"p": "'b'", "ts": "ts + 1"}, "id = 1")
     got = assert_table_matches(t.path, [{**ROWS[0], "p": "b", "ts": 6}, *ROWS[1:]])
-    assert dict(zip(got.column("id").to_pylist(), got.column("_hoodie_partition_path").to_pylist()))[1] == "b"
+    parts = dict(
+        zip(got.column("id").to_pylist(), got.column("_hoodie_partition_path").to_pylist(), strict=True)
+    )
+    assert parts[1] == "b"
 
 
 def test_nothing_to_change_writes_no_instant(tmp_path):

@@ -6,6 +6,7 @@ commit: tests/interop/test_metadata_kill_interop.py."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +16,10 @@ import hoodie_sink
 from hoodie_sink.table.format.metadata_table import metadata_storage
 from hoodie_sink.table.format.timeline.instant import DELTA_COMMIT
 from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.storage import Storage
+from hoodie_sink.table.write import coordinator, write_path
+from hoodie_sink.table.write.context import TaskIdentity
 from tests.support.tables import assert_table_matches, unzip_metadata_fixture
 from tests.unit.metadata.test_metadata_table import assert_listing_matches_storage
 
@@ -126,7 +130,8 @@ def java_lists_as_storage(java, path: Path) -> None:
 
 
 def test_services_keep_the_metadata_table_for_java(java_hudi, tmp_path):
-    """Clustering, compaction, clean, archival, a rolled-back write and a restore: after each, Java's
+    """Clustering, compaction, clean, archival, a write rolled back after it died before its commit,
+    and a restore: after each, Java's
     metadata-table listing equals its storage listing, and Java reads the model through it."""
     from hoodie_sink.table.client.table import Table
 
@@ -142,9 +147,11 @@ def test_services_keep_the_metadata_table_for_java(java_hudi, tmp_path):
     }
     model: dict[int, dict] = {}
 
-    def write(ids, ts: int, operation: str = "upsert") -> None:
+    def write(ids, ts: int, operation: str = "upsert", extra: dict | None = None) -> None:
         data = trips(ids, ts)
-        hoodie_sink.write(data, str(path), {**opts, "hoodie.datasource.write.operation": operation})
+        hoodie_sink.write(
+            data, str(path), {**opts, "hoodie.datasource.write.operation": operation, **(extra or {})}
+        )
         model.update({r["id"]: r for r in data.to_pylist()})
 
     for ts in range(1, 4):  # small file groups, several per partition: something to cluster
@@ -162,6 +169,17 @@ def test_services_keep_the_metadata_table_for_java(java_hudi, tmp_path):
         write(range(ts * 5, ts * 5 + 12), ts)
     table.clean()
     table.archive()
+    java_lists_as_storage(java_hudi, path)
+    java_sees(java_hudi, path, model)
+    # a write that dies after writing its files, before its commit: the next write rolls it back
+    beat = {"hoodie.client.heartbeat.interval_in_ms": "200", "hoodie.client.heartbeat.tolerable.misses": "0"}
+    dying = coordinator.begin(
+        WriteConfig.from_options({**opts, **beat}, path=str(path)), trips([1], 30).schema
+    )
+    write_path.write_task(dying, TaskIdentity(only_task=True), trips(range(0, 30, 3), 30).to_batches())
+    time.sleep(0.5)  # its heartbeat expires
+    write(range(200, 205), 31, extra=beat)  # judges the dying write's heartbeat by these settings
+    assert not Timeline.load(Storage(str(path))).states_of(dying.instant)  # rolled back
     java_lists_as_storage(java_hudi, path)
     java_sees(java_hudi, path, model)
     saved = dict(model)

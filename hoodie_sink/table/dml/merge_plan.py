@@ -31,6 +31,7 @@ from hoodie_sink.errors import HoodieConfigError, HoodieKeyError
 from hoodie_sink.table.dml.expressions import (
     Compiled,
     Scope,
+    column_sides,
     compile_expression,
     conjuncts,
     equality_sides,
@@ -134,6 +135,32 @@ class KeyJoin:
         return pa.Table.from_arrays(cols, names=list(shape.key_fields))
 
 
+def needed_target_columns(spec: MergeSpec, shape: TableShape, source_schema: pa.Schema) -> list[str]:
+    """The target columns a merge reads, in table order: the identity and ordering fields, every
+    column an expression names on the target side, and the columns an update keeps as stored.
+    A column left out cannot be used by mistake: an expression naming it fails to compile (the
+    scope does not have it), never reads null."""
+    need = set(shape.key_fields) | set(shape.partition_fields)
+    if shape.event_time_field:
+        need.add(shape.event_time_field)
+    texts = [spec.predicate] + [c.predicate for c in spec.clauses if c.predicate]
+    texts += [v for c in spec.clauses for v in (c.assignments or {}).values()]
+    for text in texts:
+        for qualifier, name in column_sides(text):
+            # a bare name is read whenever the target has it, so that one both sides have is
+            # still refused as ambiguous
+            if qualifier == spec.target_alias or qualifier is None:
+                need.add(name)
+    for c in spec.clauses:
+        if c.action != UPDATE:
+            continue
+        if c.assignments is None:  # update_all: what the source does not have stays as stored
+            need |= {n for n in shape.schema.names if n not in source_schema.names}
+        else:
+            need |= {n for n in shape.schema.names if n not in c.assignments}
+    return [n for n in shape.schema.names if n in need]
+
+
 def plan_merge(
     spec: MergeSpec,
     shape: TableShape,
@@ -153,7 +180,7 @@ def plan_merge(
         if whole_target is None:
             raise ValueError("a WHEN NOT MATCHED BY SOURCE clause needs the whole target")
         target = whole_target
-    target = target.select(shape.schema.names)
+    target = target.select([n for n in shape.schema.names if n in target.column_names])
     pairs = _pairs(join, shape, source, target, t, s)
     matched = [c for c in spec.clauses if c.when == MATCHED]
     pair_choice = _first_true(pairs, matched)

@@ -31,6 +31,7 @@ from hoodie_sink.table.dml.merge_plan import (
     KeyJoin,
     MergeSpec,
     TableShape,
+    needed_target_columns,
     plan_merge,
 )
 from hoodie_sink.table.dml.skipping import skipping_predicates
@@ -102,14 +103,15 @@ class TableMerger:
         join = KeyJoin.of(spec, target.shape, source.schema)
         key_table = join.source_key_table(source, self.source_alias, target.shape)
         asked = target.keygen.record_keys(_non_null_keys(key_table))
-        looked_up = target.rows_of_keys(asked)
+        columns = needed_target_columns(spec, target.shape, source.schema)
+        looked_up = target.rows_of_keys(asked, columns)
         whole = None
         if spec.needs_whole_target:
             # only a clause's rows can change: with one NOT MATCHED BY SOURCE clause, its
             # condition's conjuncts prune files (every stored row is still matched by key first)
             by_source = [c for c in spec.clauses if c.when == NOT_MATCHED_BY_SOURCE]
             pruning = by_source[0].predicate if len(by_source) == 1 else None
-            whole = target.rows_where(pruning, self.target_alias)
+            whole = target.rows_where(pruning, self.target_alias, columns)
             whole = _union_rows(whole, looked_up, target)
         outcome = plan_merge(spec, target.shape, source, target.data(looked_up),
                              target.data(whole) if whole is not None else None)  # fmt: skip
@@ -158,16 +160,19 @@ class DmlTarget:
         lookup = KeyLookup(index, keygen, stored, cfg.num_buckets, cfg.bucket_hash_fields)
         return DmlTarget(cfg, writer, snap, shape, keygen, lookup)
 
-    def rows_of_keys(self, record_keys: pa.Array) -> pa.Table:
-        return rows_of_keys(self.snapshot, self.lookup, record_keys)
+    def rows_of_keys(self, record_keys: pa.Array, columns: list[str] | None = None) -> pa.Table:
+        return rows_of_keys(self.snapshot, self.lookup, record_keys, columns)
 
-    def rows_where(self, predicate: str | None, alias: str | None = None) -> pa.Table:
+    def rows_where(
+        self, predicate: str | None, alias: str | None = None, columns: list[str] | None = None
+    ) -> pa.Table:
         """The stored rows of the slices a condition's conjuncts do not rule out (all without one)."""
         preds = skipping_predicates(predicate, self.shape.schema, alias) if predicate else []
-        return rows_of_predicate(self.snapshot, preds)
+        return rows_of_predicate(self.snapshot, preds, columns)
 
     def data(self, rows: pa.Table) -> pa.Table:
-        return rows.select(self.shape.schema.names)
+        """The data columns read (all of the table's, or those a merge needs), in table order."""
+        return rows.select([n for n in self.shape.schema.names if n in rows.column_names])
 
     def identities(self, rows: pa.Table) -> pa.Array:
         """Each stored row's (record key, partition path), as one string."""
@@ -206,7 +211,10 @@ class DmlTarget:
             pa.array([False] * upserts.num_rows, pa.bool_()),
             pa.array([True] * deletes.num_rows, pa.bool_()),
         ]
-        data = pa.concat_tables([upserts, deletes.cast(upserts.schema)])
+        # a delete needs its key, partition and ordering value only (always read): the columns a
+        # merge did not read are null in it, never in an upsert (merge_plan.needed_target_columns)
+        deletes = _with_all_columns(deletes, self.shape.schema)
+        data = pa.concat_tables([_with_all_columns(upserts, self.shape.schema), deletes])
         data = data.append_column(DML_DELETE, pa.concat_arrays(flags))
         self.writer(self.config, data, self.snapshot.timeline)
 
@@ -278,6 +286,14 @@ def _source_in_table_types(source) -> pa.Table:
     raise HoodieConfigError(
         f"A merge source must be a pyarrow Table, RecordBatch or RecordBatchReader, got {type(source).__name__}."
     )
+
+
+def _with_all_columns(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    cols = [
+        rows.column(f.name) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def _non_null_keys(keys: pa.Table) -> pa.Table:

@@ -27,6 +27,7 @@ from hoodie_sink.table.read.data_skipping import Predicate
 from hoodie_sink.table.read.snapshot import Snapshot, skip_slices, slice_ref
 
 RECORD_KEY = "_hoodie_record_key"
+IDENTITY_META = (RECORD_KEY, "_hoodie_partition_path")
 _READ_THREADS = 4  # slices read at once: pyarrow's Parquet reads release the GIL
 
 
@@ -68,8 +69,11 @@ class KeyLookup:
         return groups
 
 
-def rows_of_keys(snap: Snapshot, lookup: KeyLookup, record_keys: pa.Array) -> pa.Table:
-    """The stored rows whose record key is one of `record_keys` (every copy of it)."""
+def rows_of_keys(
+    snap: Snapshot, lookup: KeyLookup, record_keys: pa.Array, columns: list[str] | None = None
+) -> pa.Table:
+    """The stored rows whose record key is one of `record_keys` (every copy of it); `columns`: only
+    those (and the meta columns that identify a row)."""
     keys = pc.unique(record_keys.filter(pc.is_valid(record_keys)))
     if not len(keys):
         return snap.schema.empty_table()
@@ -77,16 +81,18 @@ def rows_of_keys(snap: Snapshot, lookup: KeyLookup, record_keys: pa.Array) -> pa
     slices = snap.file_slices()
     if groups is not None:
         slices = [sl for sl in slices if (sl.partition_path, sl.file_id) in groups]
-    rows = _read(snap, slices)
+    rows = _read(snap, slices, columns)
     return rows.filter(pc.is_in(stored_keys(rows, lookup.stored_keygen), value_set=keys))
 
 
-def rows_of_predicate(snap: Snapshot, predicates: Sequence[Predicate]) -> pa.Table:
+def rows_of_predicate(
+    snap: Snapshot, predicates: Sequence[Predicate], columns: list[str] | None = None
+) -> pa.Table:
     """The stored rows of every file slice that `predicates` (conjuncts of the DML's condition)
     do not rule out: partition pruning and data skipping by column statistics, as a filtered
     read does; the exact condition is the caller's."""
     slices = skip_slices(snap.storage, snap.file_slices(), predicates, snap.metadata_stats())
-    return _read(snap, slices)
+    return _read(snap, slices, columns)
 
 
 def stored_keys(rows: pa.Table, stored_keygen: KeyGenerator | None) -> pa.Array:
@@ -96,13 +102,17 @@ def stored_keys(rows: pa.Table, stored_keygen: KeyGenerator | None) -> pa.Array:
     return stored_keygen.record_keys(rows)
 
 
-def _read(snap: Snapshot, slices: list[FileSlice]) -> pa.Table:
-    if not slices:
-        return snap.schema.empty_table()
+def _read(snap: Snapshot, slices: list[FileSlice], columns: list[str] | None = None) -> pa.Table:
+    if columns is not None:  # the meta columns that identify a stored row come too
+        columns = [c for c in (*IDENTITY_META, *columns) if c in snap.schema.names]
+        columns = list(dict.fromkeys(columns))
+    schema = snap.schema if columns is None else pa.schema([snap.schema.field(c) for c in columns])
     refs = [_ref(snap, sl) for sl in slices if snap.merges_logs or sl.base_file is not None]
-    with ThreadPoolExecutor(min(_READ_THREADS, max(1, len(refs)))) as pool:
-        tables = list(pool.map(snap.read_ref, refs))
-    return pa.concat_tables(tables, promote_options="permissive") if tables else snap.schema.empty_table()
+    if not refs:
+        return schema.empty_table()
+    with ThreadPoolExecutor(min(_READ_THREADS, len(refs))) as pool:
+        tables = list(pool.map(lambda ref: snap.read_ref(ref, columns), refs))
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def _ref(snap: Snapshot, sl: FileSlice) -> str:

@@ -85,7 +85,6 @@ REFUSED = {
     "hoodie.metadata.index.async": "true",
     "hoodie.metadata.index.column.stats.unknown": "1",
     "hoodie.datasource.hive_sync.enable": "true",
-    "hoodie.datasource.write.reconcile.schema": "true",
     "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
     "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
     "hoodie.combine.before.upsert": "false",

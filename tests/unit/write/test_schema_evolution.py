@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 import hoodie_sink
+from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
 from hoodie_sink.table.format.fs_view import FileSystemView
 from hoodie_sink.table.read.snapshot import read_snapshot
 from hoodie_sink.table.storage import Storage
@@ -219,3 +221,180 @@ def test_merge_on_read_logs_across_schemas_then_compaction_and_change_feed(tmp_p
 
 def slices(path: str) -> list:
     return FileSystemView.load(Storage(path)).read_slices()
+
+
+# -- promotions to and from text, and blocks large enough for the vectorised log decoder ------------
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_int_and_long_columns_become_text_and_text_takes_numbers(tmp_path: Path, table_type: str) -> None:
+    """Incoming text into an int or long column makes it a string column (older values read as their
+    decimal text); numbers into a string column are written as text; bytes into a string column
+    and text into a bytes column keep the table's type (docs/hudi/schema-evolution.md#type-promotions)."""
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    keys = list(range(100))  # > 64 records a block: the log decoder's column-wise path
+
+    def write(ks: list[int], **cols: pa.Array) -> None:
+        hoodie_sink.write(pa.table({**ids(*ks), "ts": pa.array([len(cols)] * len(ks), pa.int64()), **cols}),
+                          path, opts)  # fmt: skip
+
+    write(keys, i=pa.array(keys, pa.int32()), l=pa.array([k * 2**33 for k in keys], pa.int64()),
+          t=pa.array([f"t{k}" for k in keys]), b=pa.array([b"b%d" % k for k in keys]))  # fmt: skip
+    odd = keys[1::2]
+    write(odd, i=pa.array([f"i{k}" for k in odd]), l=pa.array([f"l{k}" for k in odd]),
+          t=pa.array(odd, pa.int64()), b=pa.array([f"s{k}" for k in odd]))  # fmt: skip
+    want = []
+    for k in keys:
+        if k % 2:
+            row = {"i": f"i{k}", "l": f"l{k}", "t": str(k), "b": f"s{k}".encode()}
+        else:
+            row = {"i": str(k), "l": str(k * 2**33), "t": f"t{k}", "b": b"b%d" % k}
+        want.append({"id": k, "part": "ab"[k % 2], "ts": 4, **row})
+    assert_table_matches(path, want)
+    schema = hoodie_sink.read(path).schema
+    assert [schema.field(c).type for c in "iltb"] == [pa.string(), pa.string(), pa.string(), pa.binary()]
+    if table_type == "MERGE_ON_READ":
+        assert any(s.log_files for s in slices(path))
+        hoodie_sink.compact(path, opts)
+        assert_table_matches(path, want)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_promotions_in_large_log_blocks(tmp_path: Path, table_type: str) -> None:
+    """int -> long -> double and a struct field added, 100 records a write (the log decoder's
+    column-wise path), merged with base files of the older schemas, compacted."""
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    keys = list(range(100))
+    hoodie_sink.write(pa.table({**ids(*keys), "ts": pa.array([1] * 100, pa.int64()), "n": pa.array(keys, pa.int32()),
+                                "s": pa.array([{"a": k} for k in keys], S1)}), path, opts)  # fmt: skip
+    third = keys[::3]
+    hoodie_sink.write(pa.table({**ids(*third), "ts": pa.array([2] * len(third), pa.int64()),
+                                "n": pa.array([k + 2**40 for k in third], pa.int64()),
+                                "s": pa.array([{"a": k, "b": f"b{k}"} for k in third], S2)}), path, opts)  # fmt: skip
+    fifth = keys[::5]
+    hoodie_sink.write(pa.table({**ids(*fifth), "ts": pa.array([3] * len(fifth), pa.int64()),
+                                "n": pa.array([k + 0.5 for k in fifth], pa.float64()),
+                                "s": pa.array([{"a": -k, "b": None} for k in fifth], S2)}), path, opts)  # fmt: skip
+    want = []
+    for k in keys:
+        n, s = float(k), {"a": k, "b": None}
+        if k % 3 == 0:
+            n, s = float(k + 2**40), {"a": k, "b": f"b{k}"}
+        if k % 5 == 0:
+            n, s = k + 0.5, {"a": -k, "b": None}
+        want.append(
+            {"id": k, "part": "ab"[k % 2], "ts": 3 if k % 5 == 0 else 2 if k % 3 == 0 else 1, "n": n, "s": s}
+        )
+    want_ours = sort_rows(want)
+    assert data_rows(read_snapshot(path)) == want_ours
+    if table_type == "COPY_ON_WRITE":
+        assert_table_matches(path, want)
+        return
+    assert any(s.log_files for s in slices(path))
+    hoodie_sink.compact(path, opts)
+    assert_table_matches(path, want)  # compacted: hudi-rs reads it (see HUDI_RS_LIMIT before)
+
+
+# -- refusals: each names the column -----------------------------------------------------------------
+
+
+def _table_of(path: Path, **cols: pa.Array) -> str:
+    hoodie_sink.write(pa.table({**ids(1), "ts": pa.array([1], pa.int64()), **cols}), str(path), OPTS)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("table_col", "input_col", "words"),
+    [
+        (pa.array([1], pa.int64()), pa.array([True]), ["'x'", "long", "boolean"]),
+        (pa.array([1.5], pa.float64()), pa.array(["1.5"]), ["'x'", "double", "string", "Double.toString"]),
+        (pa.array(["a"]), pa.array([1.5], pa.float32()), ["'x'", "string", "float", "Float/Double.toString"]),
+        (
+            pa.array([1.5], pa.float32()),
+            pa.array([1], pa.decimal128(10, 2)),
+            ["'x'", "float", "decimal(10,2)"],
+        ),
+        (pa.array([b"a"]), pa.array([1], pa.int32()), ["'x'", "bytes", "int"]),
+        (pa.array([1], pa.int32()), pa.array([b"a"]), ["'x'", "int", "bytes"]),
+        (
+            pa.array([1], pa.decimal128(10, 2)),
+            pa.array([1], pa.decimal128(12, 2)),
+            ["'x'", "decimal(10,2)", "decimal(12,2)"],
+        ),
+        (pa.array([1], pa.int32()).cast(pa.date32()), pa.array(["2024-01-01"]), ["'x'", "date", "string"]),
+        (
+            pa.array([{"a": 1}], S1),
+            pa.array([{"a": True}], pa.struct([("a", pa.bool_())])),
+            ["'x.a'", "int", "boolean"],
+        ),
+        (
+            pa.array([[1]], pa.list_(pa.int64())),
+            pa.array([[True]], pa.list_(pa.bool_())),
+            ["'x.element'", "long", "boolean"],
+        ),
+        (pa.array([{"a": 1}], S1), pa.array([1], pa.int32()), ["'x'", "record", "int"]),
+    ],
+)
+def test_changes_hudi_refuses_name_the_column(tmp_path: Path, table_col, input_col, words) -> None:
+    path = _table_of(tmp_path / "t", x=table_col)
+    before = hoodie_sink.read(path)
+    with pytest.raises(HoodieSchemaError) as e:
+        hoodie_sink.write(pa.table({**ids(2), "ts": pa.array([2], pa.int64()), "x": input_col}), path, OPTS)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+    assert hoodie_sink.read(path).equals(before)
+
+
+def test_a_dropped_column_or_struct_field_is_refused_by_name(tmp_path: Path) -> None:
+    path = _table_of(tmp_path / "t", x=pa.array([1], pa.int32()), s=pa.array([{"a": 1, "b": "x"}], S2))
+    with pytest.raises(HoodieSchemaError, match="column 'x' is missing from the input"):
+        hoodie_sink.write(pa.table({**ids(2), "ts": pa.array([2], pa.int64()),
+                                    "s": pa.array([{"a": 2, "b": "y"}], S2)}), path, OPTS)  # fmt: skip
+    with pytest.raises(HoodieSchemaError, match="column 's.b' is missing from the input"):
+        hoodie_sink.write(pa.table({**ids(2), "ts": pa.array([2], pa.int64()), "x": pa.array([2], pa.int32()),
+                                    "s": pa.array([{"a": 2}], S1)}), path, OPTS)  # fmt: skip
+    # hoodie.write.set.null.for.missing.columns fills a missing struct field too
+    hoodie_sink.write(pa.table({**ids(2), "ts": pa.array([2], pa.int64()), "x": pa.array([2], pa.int32()),
+                                "s": pa.array([{"a": 2}], S1)}),
+                      path, {**OPTS, "hoodie.write.set.null.for.missing.columns": "true"})  # fmt: skip
+    assert_table_matches(path, [{"id": 1, "part": "b", "ts": 1, "x": 1, "s": {"a": 1, "b": "x"}},
+                                {"id": 2, "part": "a", "ts": 2, "x": 2, "s": {"a": 2, "b": None}}])  # fmt: skip
+
+
+def test_reconcile_refuses_a_batch_that_adds_and_lacks_columns(tmp_path: Path) -> None:
+    """Hudi 0.15's legacy reconciliation would make such a batch's schema the table's, dropping the
+    columns it lacks: refused, both named (docs/hudi/schema-evolution.md#reconcile-schema)."""
+    path = _table_of(tmp_path / "t", x=pa.array([1], pa.int32()), y=pa.array(["y"]))
+    reconcile = {**OPTS, "hoodie.datasource.write.reconcile.schema": "true"}
+    before = hoodie_sink.read(path)
+    with pytest.raises(HoodieSchemaError) as e:
+        hoodie_sink.write(pa.table({**ids(2), "ts": pa.array([2], pa.int64()), "x": pa.array([2], pa.int32()),
+                                    "z": pa.array([1.5])}), path, reconcile)  # fmt: skip
+    assert "'z'" in str(e.value) and "'y'" in str(e.value) and "reconcile.schema" in str(e.value)
+    assert hoodie_sink.read(path).equals(before)
+    # adding columns with every table column present is the ordinary evolution
+    hoodie_sink.write(pa.table({**ids(2), "ts": pa.array([2], pa.int64()), "x": pa.array([2], pa.int32()),
+                                "y": pa.array(["y2"]), "z": pa.array([1.5])}), path, reconcile)  # fmt: skip
+    assert_table_matches(path, [{"id": 1, "part": "b", "ts": 1, "x": 1, "y": "y", "z": None},
+                                {"id": 2, "part": "a", "ts": 2, "x": 2, "y": "y2", "z": 1.5}])  # fmt: skip
+
+
+def test_reconcile_refuses_to_null_fill_a_not_null_column(tmp_path: Path) -> None:
+    from hoodie_sink.table.format.schema import evolve_schema
+
+    table_avro = {"type": "record", "name": "t_record", "namespace": "hoodie.t", "fields": [
+        {"name": "id", "type": "long"}, {"name": "qty", "type": "int"}]}  # fmt: skip
+    with pytest.raises(HoodieSchemaError, match="'qty'"):
+        evolve_schema(pa.schema([("id", pa.int64())]), table_avro, fill_missing=False, reconcile=True)
+
+
+def test_reconcile_option_is_parsed_once_and_checked() -> None:
+    from hoodie_sink.table.options.write_config import WriteConfig
+
+    cfg = WriteConfig.from_options({**OPTS, "hoodie.datasource.write.reconcile.schema": "TRUE"}, path="/x")
+    assert cfg.reconcile_schema and cfg.fills_missing_columns
+    assert not WriteConfig.from_options(OPTS, path="/x").fills_missing_columns
+    with pytest.raises(HoodieConfigError, match="hoodie.datasource.write.reconcile.schema"):
+        WriteConfig.from_options({**OPTS, "hoodie.datasource.write.reconcile.schema": "maybe"}, path="/x")

@@ -598,7 +598,7 @@ def _typed(values: list[Any], target: pa.DataType) -> pa.Array:
     """Decoded values of one field as `target`.  A block written with an older table schema holds
     values of a type the table has since been promoted from (int 7 for a long or string column; a
     struct without a later field): those are read as they are and cast like a base file's columns
-    (docs/hudi/schema-evolution.md#reading)."""
+    (docs/hudi/schema-evolution.md#reading-older-files-in-the-latest-schema)."""
     try:
         return pa.array(values, type=target)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):

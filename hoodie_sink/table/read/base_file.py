@@ -26,7 +26,8 @@ def read_base_file(
 
 def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
     """`table` (a file written with an older table schema) in `target`, the table's latest schema:
-    columns it lacks read null, promoted types are cast (docs/hudi/schema-evolution.md#reading)."""
+    columns it lacks read null, promoted types are cast
+    (docs/hudi/schema-evolution.md#reading-older-files-in-the-latest-schema)."""
     cols = []
     for f in target:
         if f.name in table.column_names:

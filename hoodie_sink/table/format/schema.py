@@ -703,22 +703,6 @@ def _int_to_float(src: pa.DataType, dst: pa.DataType) -> bool:
     return False
 
 
-def with_missing_as_nulls(data_schema: pa.Schema, table_avro: dict[str, Any] | str) -> pa.Schema:
-    """`data_schema` plus the table's top-level columns the input lacks, which the write fills with
-    nulls (hoodie.write.set.null.for.missing.columns=true).  A missing column that is not nullable
-    in the table cannot be null-filled and is refused by name."""
-    table = avro_to_arrow(table_avro)
-    missing = [f for f in table if f.name not in data_schema.names and f.name not in META_COLUMNS]
-    required = [f.name for f in missing if not f.nullable]
-    if required:
-        raise HoodieSchemaError(
-            f"The input lacks column(s) {', '.join(repr(n) for n in required)}, which the table declares "
-            "NOT NULL, so hoodie.write.set.null.for.missing.columns=true cannot fill them with nulls. "
-            "Help: add the column(s) to the input."
-        )
-    return storage_schema(pa.schema(list(data_schema) + missing)) if missing else data_schema
-
-
 def check_ordering_field(data_schema: pa.Schema, field: str | None) -> None:
     """The precombine field decides which record wins by comparing values: it must be a
     primitive column (number, string, date, timestamp, decimal, boolean, binary)."""

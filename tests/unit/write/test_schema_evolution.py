@@ -398,3 +398,22 @@ def test_reconcile_option_is_parsed_once_and_checked() -> None:
     assert not WriteConfig.from_options(OPTS, path="/x").fills_missing_columns
     with pytest.raises(HoodieConfigError, match="hoodie.datasource.write.reconcile.schema"):
         WriteConfig.from_options({**OPTS, "hoodie.datasource.write.reconcile.schema": "maybe"}, path="/x")
+
+
+def test_list_items_and_map_values_are_promoted(tmp_path: Path) -> None:
+    """Promotion inside a list item or a map value (copy-on-write: merge-on-read log blocks of map
+    columns cannot be written yet, whatever the schema)."""
+    path = str(tmp_path / "t")
+    m32, m64 = pa.map_(pa.string(), pa.int32()), pa.map_(pa.string(), pa.int64())
+    hoodie_sink.write(pa.table({**ids(1, 2), "ts": pa.array([1, 1], pa.int64()),
+                                "l": pa.array([[1], [2]], pa.list_(pa.int32())),
+                                "m": pa.array([[("a", 1)], [("b", 2)]], m32)}), path, OPTS)  # fmt: skip
+    hoodie_sink.write(pa.table({**ids(2), "ts": pa.array([2], pa.int64()),
+                                "l": pa.array([[2.5]], pa.list_(pa.float64())),
+                                "m": pa.array([[("c", 2**40)]], m64)}), path, OPTS)  # fmt: skip
+    assert_table_matches(path, [{"id": 1, "part": "b", "ts": 1, "l": [1.0], "m": [("a", 1)]},
+                                {"id": 2, "part": "a", "ts": 2, "l": [2.5], "m": [("c", 2**40)]}])  # fmt: skip
+    schema = hoodie_sink.read(path).schema
+    assert (
+        schema.field("l").type.value_type == pa.float64() and schema.field("m").type.item_type == pa.int64()
+    )

@@ -14,7 +14,7 @@ import pytest
 import hoodie_sink
 from hoodie_sink.errors import HoodieConfigError, HoodieError, HoodieSchemaError, HoodieTableError
 from hoodie_sink.table.format.properties import parse_properties, read_table_config, write_table_config
-from hoodie_sink.table.format.schema import with_missing_as_nulls
+from hoodie_sink.table.format.schema import evolve_schema
 from hoodie_sink.table.format.timeline.timeline import TimelineStore
 from hoodie_sink.table.options.write_config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, WriteConfig
 from hoodie_sink.table.storage import Storage
@@ -85,7 +85,6 @@ REFUSED = {
     "hoodie.metadata.index.async": "true",
     "hoodie.metadata.index.column.stats.unknown": "1",
     "hoodie.datasource.hive_sync.enable": "true",
-    "hoodie.datasource.write.reconcile.schema": "true",
     "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
     "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
     "hoodie.combine.before.upsert": "false",
@@ -244,9 +243,9 @@ def test_set_null_for_missing_columns_refuses_a_not_null_column():
     ]}  # fmt: skip
     data = pa.schema([pa.field("id", pa.int64())])
     with pytest.raises(HoodieSchemaError, match="'qty'") as e:
-        with_missing_as_nulls(data, table_avro)
+        evolve_schema(data, table_avro, fill_missing=True)
     assert "'fare'" not in str(e.value)
-    ok = with_missing_as_nulls(data, {**table_avro, "fields": table_avro["fields"][:2]})
+    ok = evolve_schema(data, {**table_avro, "fields": table_avro["fields"][:2]}, fill_missing=True)
     assert ok.names == ["id", "fare"] and ok.field("fare").type == pa.float64()
 
 

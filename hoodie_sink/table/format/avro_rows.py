@@ -27,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.table.format.schema import conform_column
+
 CONTENT_VERSION = 3
 
 
@@ -512,7 +514,7 @@ def _read_with_fastavro(rec: _Records, plan: _FieldPlan, target: pa.DataType | N
         positions[i] = buf.tell()
     rows = np.arange(len(positions))
     rec.advance(rows, np.array(positions, dtype=np.int64) - rec.pos)
-    return None if target is None else pa.array(values, type=target)
+    return None if target is None else _typed(values, target)
 
 
 def _read_field(rec: _Records, plan: _FieldPlan, target: pa.DataType | None) -> pa.Array | None:
@@ -537,7 +539,7 @@ def _read_field(rec: _Records, plan: _FieldPlan, target: pa.DataType | None) -> 
         arr = _read_fixed_width(rec, rows, plan.kind, plan.inner, valid)
     if arr is None or target is None:
         return None
-    return arr if arr.type == target else arr.cast(target)
+    return conform_column(arr, target)
 
 
 def decode_block_content(
@@ -589,7 +591,18 @@ def _read_by_record(
         if buf.tell() != end:
             _corrupt(i, f"its fields take {buf.tell() - start} bytes, its length prefix says {end - start}")
     names = [f.name for f in plan.fields if f.name in targets]
-    return {name: pa.array([r[name] for r in rows], type=targets[name]) for name in names}
+    return {name: _typed([r[name] for r in rows], targets[name]) for name in names}
+
+
+def _typed(values: list[Any], target: pa.DataType) -> pa.Array:
+    """Decoded values of one field as `target`.  A block written with an older table schema holds
+    values of a type the table has since been promoted from (int 7 for a long or string column; a
+    struct without a later field): those are read as they are and cast like a base file's columns
+    (docs/hudi/schema-evolution.md#reading-older-files-in-the-latest-schema)."""
+    try:
+        return pa.array(values, type=target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+        return conform_column(pa.array(values), target)
 
 
 # ------------------------------------------------------------------------------ delete records

@@ -44,11 +44,39 @@ _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _STORAGE_TIMESTAMP = pa.timestamp("us", tz="UTC")
 _MAX_DECIMAL128_PRECISION = 38
 
-# Avro promotions accepted by check_compatible: old files (written with the left type) must stay
-# readable under the new table schema. hudi-rs widens int32 file columns to int64
-# (docs/hudi/format.md#avro-schemas-and-spark-types); the lossy promotions Avro also allows
-# (long->float, long->double, int->float) are refused.
-_WIDENINGS = frozenset({("int", "long"), ("int", "double"), ("float", "double")})
+# Type promotions of Apache Hudi 0.15's schema on write (docs/hudi/schema-evolution.md#type-promotions):
+# (table type, input type) -> the table's type after the write.  When the input is wider the table
+# widens (old files are read with a cast); when it is narrower the input is cast up to the table's
+# type (Hudi's "canonicalization").  string <-> bytes keeps the table's type either way.  Hudi also
+# promotes float and double to string; we refuse those (see _REFUSED_PROMOTIONS).
+_PROMOTIONS: dict[tuple[str, str], str] = {
+    **{(a, b): b for a, b in [("int", "long"), ("int", "float"), ("int", "double"),
+                              ("long", "float"), ("long", "double"), ("float", "double")]},
+    **{(b, a): b for a, b in [("int", "long"), ("int", "float"), ("int", "double"),
+                              ("long", "float"), ("long", "double"), ("float", "double")]},
+    ("int", "string"): "string", ("long", "string"): "string",
+    ("string", "int"): "string", ("string", "long"): "string",
+    ("string", "bytes"): "string", ("bytes", "string"): "bytes",
+}  # fmt: skip
+
+# Table type changes check_compatible accepts (table before -> table after): old files, written with
+# the left type, are read with a cast to the right one.
+_WIDENINGS = frozenset((table, to) for (table, _), to in _PROMOTIONS.items() if to != table)
+
+# Promotions Hudi 0.15 accepts that we refuse, and why.
+_FLOAT_TEXT = (
+    "Hudi 0.15 would turn the numbers into text with Java's Float/Double.toString (1.0, 1.0E10), "
+    "a spelling Arrow does not reproduce, so the table would hold text Java never writes"
+)
+_REFUSED_PROMOTIONS: dict[tuple[str, str], str] = {
+    **{(t, "string"): _FLOAT_TEXT for t in ("float", "double")},
+    **{("string", t): _FLOAT_TEXT for t in ("float", "double")},
+}
+
+_ARROW_OF_KIND = {
+    "int": pa.int32(), "long": pa.int64(), "float": pa.float32(), "double": pa.float64(),
+    "string": pa.string(), "bytes": pa.binary(),
+}  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -540,10 +568,11 @@ def to_storage_table(data: pa.Table | pa.RecordBatch) -> pa.Table:
 
 
 def check_compatible(table_avro: dict[str, Any] | str, incoming_avro: dict[str, Any] | str) -> None:
-    """Check that ``incoming_avro`` may become the table's schema (as Hudi with the default
-    ``hoodie.datasource.write.reconcile.schema=false``): every table column must still be there
-    with the same type or a lossless widening (int->long, int->double, float->double); new columns
-    must be nullable. Raises one HoodieSchemaError listing every problem; returns None if fine."""
+    """Check that ``incoming_avro`` may become the table's schema: every table column must still be
+    there with the same type or one Hudi 0.15 widens it to (int -> long/float/double/string,
+    long -> float/double/string, float -> double; docs/hudi/schema-evolution.md#type-promotions);
+    new columns, top-level or inside a struct, must be nullable.  ``incoming_avro`` is the writer
+    schema after :func:`evolve_schema`.  Raises one HoodieSchemaError listing every problem."""
     drift = _Drift()
     drift.compare(parse_avro_schema(table_avro), parse_avro_schema(incoming_avro), "", "", "")
     if drift.problems:
@@ -556,20 +585,122 @@ def check_compatible(table_avro: dict[str, Any] | str, incoming_avro: dict[str, 
         )
 
 
-def with_missing_as_nulls(data_schema: pa.Schema, table_avro: dict[str, Any] | str) -> pa.Schema:
-    """`data_schema` plus the table's top-level columns the input lacks, which the write fills with
-    nulls (hoodie.write.set.null.for.missing.columns=true).  A missing column that is not nullable
-    in the table cannot be null-filled and is refused by name."""
+def evolve_schema(
+    data_schema: pa.Schema, table_avro: dict[str, Any] | str, *, fill_missing: bool, reconcile: bool = False
+) -> pa.Schema:
+    """The write's storage schema for input of storage schema `data_schema` into a table whose latest
+    schema is `table_avro`, as Hudi 0.15's ``HoodieSchemaUtils.deduceWriterSchema`` deduces it
+    (docs/hudi/schema-evolution.md):
+
+    * an input type narrower than the table's is cast up to it, a wider one widens the table
+      (:data:`_PROMOTIONS`); other type changes are left for :func:`check_compatible` to refuse;
+    * columns (top-level or struct fields) in the table's order, new ones after them;
+    * `fill_missing` (``hoodie.write.set.null.for.missing.columns``): table columns the input lacks
+      are kept and written as nulls; refused by name when the table declares them NOT NULL;
+    * `reconcile` (``hoodie.datasource.write.reconcile.schema``): an input that only lacks columns
+      is written in the table's schema (missing columns null, as `fill_missing`); an input that also
+      brings new columns would make its own schema the table's and drop the missing columns (Hudi's
+      legacy reconciliation), which we refuse by name.
+
+    Columns the result lacks are reported by :func:`check_compatible`."""
     table = avro_to_arrow(table_avro)
-    missing = [f for f in table if f.name not in data_schema.names and f.name not in META_COLUMNS]
-    required = [f.name for f in missing if not f.nullable]
-    if required:
+    walk = _Evolution(fill_missing or reconcile)
+    fields = walk.fields(list(table), list(data_schema), "")
+    if walk.required:
         raise HoodieSchemaError(
-            f"The input lacks column(s) {', '.join(repr(n) for n in required)}, which the table declares "
-            "NOT NULL, so hoodie.write.set.null.for.missing.columns=true cannot fill them with nulls. "
-            "Help: add the column(s) to the input."
+            f"The input lacks column(s) {', '.join(repr(n) for n in walk.required)}, which the table "
+            "declares NOT NULL, so they cannot be written as nulls. Help: add the column(s) to the input."
         )
-    return storage_schema(pa.schema(list(data_schema) + missing)) if missing else data_schema
+    if reconcile and walk.added and walk.missing:
+        raise HoodieSchemaError(
+            f"With hoodie.datasource.write.reconcile.schema=true the input brings new column(s) "
+            f"{', '.join(repr(n) for n in walk.added)} and lacks table column(s) "
+            f"{', '.join(repr(n) for n in walk.missing)}: Apache Hudi 0.15 would then make the input's "
+            "schema the table's and drop the missing columns from the table (docs/hudi/schema-evolution.md"
+            "#reconcile-schema). Help: add the missing columns to the input, or write the new columns "
+            "in a batch that has every table column."
+        )
+    return storage_schema(pa.schema(fields))
+
+
+class _Evolution:
+    """Walks the table's and the input's Arrow schemas side by side (see evolve_schema)."""
+
+    def __init__(self, fill_missing: bool) -> None:
+        self.fill_missing = fill_missing
+        self.required: list[str] = []  # missing and NOT NULL in the table
+        self.missing: list[str] = []  # missing (filled with nulls when fill_missing)
+        self.added: list[str] = []  # in the input only
+
+    def fields(self, table: list[pa.Field], data: list[pa.Field], path: str) -> list[pa.Field]:
+        by_name = {f.name: f for f in data}
+        out = []
+        for tf in table:
+            name = f"{path}.{tf.name}" if path else tf.name
+            if tf.name in META_COLUMNS and not path:
+                continue
+            df = by_name.get(tf.name)
+            if df is not None:
+                out.append(pa.field(tf.name, self.type(tf.type, df.type, name), nullable=True))
+                continue
+            self.missing.append(name)
+            if self.fill_missing:
+                if not tf.nullable:
+                    self.required.append(name)
+                out.append(tf)
+        known = {f.name for f in table}
+        for df in data:
+            if df.name not in known:
+                self.added.append(f"{path}.{df.name}" if path else df.name)
+                out.append(df)
+        return out
+
+    def type(self, table: pa.DataType, data: pa.DataType, path: str) -> pa.DataType:
+        if table == data:
+            return data
+        if pa.types.is_struct(table) and pa.types.is_struct(data):
+            return pa.struct(self.fields(list(table), list(data), path))
+        if _is_list(table) and _is_list(data):
+            item = self.type(table.value_type, data.value_type, f"{path}.element")
+            return pa.list_(pa.field("element", item, nullable=True))
+        if pa.types.is_map(table) and pa.types.is_map(data):
+            value = self.type(table.item_type, data.item_type, f"{path}.value")
+            return pa.map_(data.key_type, pa.field("value", value, nullable=True))
+        promoted = _PROMOTIONS.get((_kind(table), _kind(data)))
+        return _ARROW_OF_KIND[promoted] if promoted else data  # other changes: check_compatible names them
+
+
+def _kind(t: pa.DataType) -> str:
+    """The Avro primitive of a storage type ('' when it is not one _PROMOTIONS knows)."""
+    for kind, arrow in _ARROW_OF_KIND.items():
+        if t == arrow:
+            return kind
+    return ""
+
+
+def conform_column(column: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """`column`, read from a file written with an older table schema, in the table's latest type
+    `target`: promoted types are cast (int 7 -> long 7, -> double 7.0, -> string "7"), struct fields
+    the file lacks read null.  Promotions from integers to floating point round to the nearest value
+    like Java's widening conversion (Avro schema resolution), so they are cast without Arrow's
+    exactness check; every other cast is checked."""
+    if column.type == target:
+        return column
+    return column.cast(target, safe=not _int_to_float(column.type, target))
+
+
+def _int_to_float(src: pa.DataType, dst: pa.DataType) -> bool:
+    if pa.types.is_integer(src) and pa.types.is_floating(dst):
+        return True
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        return any(
+            _int_to_float(f.type, dst.field(f.name).type) for f in src if dst.get_field_index(f.name) >= 0
+        )
+    if _is_list(src) and _is_list(dst):
+        return _int_to_float(src.value_type, dst.value_type)
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        return _int_to_float(src.item_type, dst.item_type)
+    return False
 
 
 def check_ordering_field(data_schema: pa.Schema, field: str | None) -> None:
@@ -627,7 +758,11 @@ class _Drift:
         else:
             d_old, d_new = _describe(old), _describe(new)
             if d_old != d_new and (d_old, d_new) not in _WIDENINGS:
-                self.problems.append(f"column '{path}' changed type from {d_old} (table) to {d_new} (input)")
+                why = _REFUSED_PROMOTIONS.get((d_old, d_new))
+                self.problems.append(
+                    f"column '{path}' changed type from {d_old} (table) to {d_new} (input)"
+                    + (f" ({why})" if why else "")
+                )
 
     def compare_records(
         self, old: dict[str, Any], new: dict[str, Any], path: str, old_ns: str, new_ns: str

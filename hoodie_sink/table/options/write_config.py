@@ -163,6 +163,10 @@ OPTIONS: tuple[Option, ...] = (
                "rows one key (refused by default: only for tables that need Hudi's ambiguous encoding)."),
     Option("hoodie.write.set.null.for.missing.columns", "set_null_for_missing_columns", _bool,
            doc="A table column that the input lacks is written as null (it must be nullable)."),
+    Option("hoodie.datasource.write.reconcile.schema", "reconcile_schema", _bool,
+           doc="An input that lacks table columns (and brings none) is written in the table's schema, "
+               "the missing columns as nulls; an input that both lacks and adds columns is refused "
+               "(Hudi 0.15 would drop the missing ones; docs/hudi/schema-evolution.md#reconcile-schema)."),
     Option("hoodie.datasource.write.operation", "operation",
            _choice(*OPERATIONS, aliases={"bulkinsert": "bulk_insert"})),
     Option("hoodie.datasource.write.append.mode", "append_mode", _bool,
@@ -411,11 +415,6 @@ _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
     "hoodie.combine.before.upsert": (("true",), "upserts always keep one record per key (precombine)"),
     "hoodie.combine.before.delete": (("true",), "deletes always keep one record per key"),
     "hoodie.combine.before.insert": (("false",), "insert and bulk_insert never de-duplicate"),
-    "hoodie.datasource.write.reconcile.schema": (
-        ("false",),
-        "the input schema becomes the table schema (every table column must be in the input; "
-        "see hoodie.write.set.null.for.missing.columns)",
-    ),
     "hoodie.datasource.write.drop.partition.columns": (
         ("false",),
         "partition columns stay in the base files",
@@ -617,6 +616,7 @@ class WriteConfig:
     precombine_field: str | None = None
     payload_class: str | None = None  # None: derived when the table is opened (see resolve_payload)
     set_null_for_missing_columns: bool = False
+    reconcile_schema: bool = False
     allow_null_array_elements: bool = False
     allow_ambiguous_complex_keys: bool = False
     operation: str = UPSERT.name
@@ -810,6 +810,12 @@ class WriteConfig:
         if self.index_type == "record_index":
             return self.record_index_update_partition_path
         return self.update_partition_path
+
+    @property
+    def fills_missing_columns(self) -> bool:
+        """Whether table columns the input lacks are written as nulls: asked for directly, or by
+        schema reconciliation (docs/hudi/schema-evolution.md#reconcile-schema)."""
+        return self.set_null_for_missing_columns or self.reconcile_schema
 
     @property
     def occ(self) -> bool:

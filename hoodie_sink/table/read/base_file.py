@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie_sink.errors import HoodieTableError
+from hoodie_sink.table.format.schema import conform_column
 from hoodie_sink.table.storage import Storage
 
 
@@ -24,11 +25,13 @@ def read_base_file(
 
 
 def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """`table` (a file written with an older table schema) in `target`, the table's latest schema:
+    columns it lacks read null, promoted types are cast
+    (docs/hudi/schema-evolution.md#reading-older-files-in-the-latest-schema)."""
     cols = []
     for f in target:
         if f.name in table.column_names:
-            col = table.column(f.name)
-            cols.append(col if col.type == f.type else col.cast(f.type))
+            cols.append(conform_column(table.column(f.name), f.type))
         else:
             cols.append(pa.nulls(table.num_rows, f.type))
     return pa.Table.from_arrays(cols, schema=target)

@@ -80,7 +80,7 @@ class AppendTask:
             keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
         data = pa.Table.from_batches(
-            [select_data(batch, self.ctx.data_schema, self.ctx.config.set_null_for_missing_columns)]
+            [select_data(batch, self.ctx.data_schema, self.ctx.config.fills_missing_columns)]
         )
         self._rows += n
         self.result.num_records += n

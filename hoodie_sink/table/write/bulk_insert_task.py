@@ -69,7 +69,7 @@ class BulkInsertTask:
         return self.result
 
     def add(self, batch: pa.RecordBatch) -> None:
-        data = select_data(batch, self.ctx.data_schema, self.ctx.config.set_null_for_missing_columns)
+        data = select_data(batch, self.ctx.data_schema, self.ctx.config.fills_missing_columns)
         keys = self.keygen.record_keys(batch)
         parts = self.keygen.partition_paths(batch)
         self._buffer.append((data, keys, parts))

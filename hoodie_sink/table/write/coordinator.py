@@ -47,9 +47,9 @@ from hoodie_sink.table.format.schema import (
     avro_to_arrow,
     check_compatible,
     check_ordering_field,
+    evolve_schema,
     storage_schema,
     with_meta_fields,
-    with_missing_as_nulls,
 )
 from hoodie_sink.table.format.table_schema import latest_schema
 from hoodie_sink.table.format.timeline.instant import (
@@ -283,13 +283,17 @@ def _reconcile_schema(
         incoming = json.loads(existing)
         return storage_schema(avro_to_arrow(incoming, force_nullable=True)), incoming
     if existing:
+        # Hudi 0.15's deduceWriterSchema: the input's types promoted against the table's, missing
+        # columns null-filled when asked, then checked (docs/hudi/schema-evolution.md).
         existing_avro = json.loads(existing)
-        if cfg.set_null_for_missing_columns:
-            data_schema = with_missing_as_nulls(data_schema, existing_avro)
-            incoming = arrow_to_avro(data_schema, table.name)
-        check_compatible(existing_avro, incoming)
-        data_schema = _table_order(data_schema, existing_avro)
+        data_schema = evolve_schema(
+            data_schema,
+            existing_avro,
+            fill_missing=cfg.set_null_for_missing_columns,
+            reconcile=cfg.reconcile_schema,
+        )
         incoming = arrow_to_avro(data_schema, table.name)
+        check_compatible(existing_avro, incoming)
     return data_schema, incoming
 
 
@@ -380,14 +384,6 @@ def _average_record_size(timeline: ActiveTimeline) -> int | None:
 def _without_meta(schema: pa.Schema) -> pa.Schema:
     """The input's data columns: neither Hudi's meta columns nor the DML's delete marker."""
     return pa.schema([f for f in schema if f.name not in META_COLUMNS and f.name != DML_DELETE])
-
-
-def _table_order(schema: pa.Schema, table_avro: dict) -> pa.Schema:
-    """Put incoming columns in the table's column order; new columns go last."""
-    order = [f["name"] for f in table_avro.get("fields", [])]
-    by_name = {f.name: f for f in schema}
-    fields = [by_name[n] for n in order if n in by_name] + [f for f in schema if f.name not in order]
-    return pa.schema(fields)
 
 
 def _check_input_columns(cfg: WriteConfig, op: WriteOperation, index: Index, schema: pa.Schema) -> None:

@@ -62,7 +62,7 @@ class NewFileGroupTask:
         self.ctx = ctx
         self.task = task
         self.keyless = not ctx.config.record_key_fields
-        self.fill_missing = ctx.config.set_null_for_missing_columns
+        self.fill_missing = ctx.config.fills_missing_columns
         self.schema = file_schema(ctx.data_schema)
         self.settings = ctx.plan.parquet
         self.guard = InstantGuard(ctx.storage, ctx.instant, ctx.action)

@@ -43,7 +43,7 @@ class RoutedTask:
         self.logs = LogAppends(ctx, task, guard, self.outputs)
         self.append_only = ctx.plan.operation.append_only
         self.per_partition = not ctx.plan.index.is_global
-        self.fill_missing = ctx.plan.operation.deletes or cfg.set_null_for_missing_columns
+        self.fill_missing = ctx.plan.operation.deletes or cfg.fills_missing_columns
         self.slices = ctx.slices_by_id
         self.budget = cfg.task_buffer_bytes
         self.threads = max(1, cfg.merge_threads)

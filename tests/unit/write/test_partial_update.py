@@ -22,8 +22,11 @@ import pyarrow as pa
 import pytest
 
 import hoodie_sink
-from hoodie_sink.errors import HoodieConfigError, HoodieSchemaError
+from hoodie_sink.errors import HoodieCommitError, HoodieConfigError, HoodieSchemaError
+from hoodie_sink.table.options.write_config import WriteConfig
 from hoodie_sink.table.read.cdc import read_cdc
+from hoodie_sink.table.write import coordinator, write_path
+from hoodie_sink.table.write.context import TaskIdentity
 from tests.support.tables import hudi_rs_read
 
 PARTIAL = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
@@ -314,3 +317,72 @@ def test_a_global_index_moving_keys_is_refused(tmp_path):
         hoodie_sink.write(table, str(tmp_path / "t"), opts)
     opts["hoodie.bloom.index.update.partition.path"] = "false"
     hoodie_sink.write(table, str(tmp_path / "t"), opts)
+
+
+def reduce_by_task(shards: list[list[dict]]) -> dict[str, dict | str]:
+    """A write's records folded per task, then the tasks' results in task order: Spark's
+    reduceByKey in Java's de-duplication folds within each partition, then across them
+    (docs/hudi/partial-update.md#what-hoodie_sink-does)."""
+    per_task: dict[str, list] = {}
+    for rows in shards:
+        for k, rec in reduce_batch(rows).items():
+            per_task.setdefault(k, []).append(rec)
+    out = {}
+    for k, recs in per_task.items():
+        folded = fold(recs)
+        assert folded is not None
+        out[k] = folded
+    return out
+
+
+def write_tasks(path: Path, opts: dict, shards: list[list[dict]], missing: list[str]):
+    """One upsert written by len(shards) simulated tasks, task i receiving shards[i] in batches of 5."""
+    schema = pa.schema([f for f in SCHEMA if f.name not in missing])
+    cfg = WriteConfig.from_options({**opts, "hoodie.datasource.write.operation": "upsert"}, path=str(path))
+    ctx = coordinator.begin(cfg, schema)
+    results = []
+    for pid, rows in enumerate(shards):
+        batches = [pa.RecordBatch.from_pylist([{c: r[c] for c in schema.names} for r in rows[i : i + 5]],
+                                              schema=schema) for i in range(0, len(rows), 5)]  # fmt: skip
+        results.append(write_path.write_task(ctx, TaskIdentity(pid, 5, 100 + pid, only_task=len(shards) == 1),
+                                             batches))  # fmt: skip
+    return write_path.complete(ctx, results)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_key_updated_by_several_tasks_folds_in_arrival_order(tmp_path, table_type, seed):
+    """The records of one key in several tasks of a write: each task folds its own, and file
+    groups two tasks changed are merged again at commit from the tasks' results, in task order."""
+    rng = random.Random(500 + seed)
+    path, opts, model = tmp_path / "t", options(table_type), Model()
+    keys = [f"k{i}" for i in range(16)]
+    first = [{"id": k, "p": f"p{int(k[1:]) % 2}", "ts": 5, "a": "a", "b": 1, "c": None} for k in keys]
+    write(path, opts, first, [])
+    model.apply(reduce_batch(first), set(), False)
+    seen = base_files(path)
+    model.fid.update(file_ids(ours(path)))
+    for r in range(4):
+        rows, missing = batch_rows(rng, keys, 30)
+        n = rng.randrange(2, 4)
+        shards: list[list[dict]] = [[] for _ in range(n)]
+        for row in rows:
+            shards[rng.randrange(n)].append(row)
+        write_tasks(path, opts, shards, missing)
+        instant, now = latest_instant(path), base_files(path)
+        rewritten = {fid for fid, inst in now - seen if inst == instant}
+        seen = now
+        model.apply(reduce_by_task(shards), rewritten, table_type == "MERGE_ON_READ")
+        table = ours(path)
+        model.fid.update(file_ids(table))
+        assert data_of(table) == model.rows(), f"round {r}"
+    check_hudi_rs(path, model, table_type == "MERGE_ON_READ")
+
+
+def test_a_new_key_inserted_by_two_tasks_is_refused(tmp_path):
+    path, opts = tmp_path / "t", options("COPY_ON_WRITE")
+    write(path, opts, [{"id": "k1", "p": "p1", "ts": 1, "a": "x", "b": 1, "c": 1.0}], [])
+    row = {"id": "k3", "p": "p1", "ts": 1, "a": None, "b": 2, "c": None}
+    with pytest.raises(HoodieCommitError, match="more than one task"):
+        write_tasks(path, opts, [[row], [{**row, "a": "y", "b": None}]], [])
+    assert set(data_of(ours(path))) == {"k1"}

@@ -18,6 +18,9 @@ then merged as Java's payloads do (docs/hudi/services.md#merge-semantics):
   unless event-time ordering keeps the base row (strictly greater value); a data record with
   `_hoodie_is_deleted` = true deletes.  A key stored twice in the base file: the log record
   meets its first copy only (as Java's readers and hudi-rs), the later copies are read as stored.
+- PartialUpdateAvroPayload (docs/hudi/partial-update.md): the same winners, but two data records
+  (log and log, log and base) become one, the winner's columns with its nulls filled from the
+  other's (`_fold_partially`, `_with_base_merged`).
 
 Everything is vectorised over Arrow: the fold runs once per log block (one block per write of
 the file group), never once per record.
@@ -347,10 +350,9 @@ def merge_with_base(
     _first_copy_only(hit, at)
     log_wins = hit.copy()
     if rule.partial and hit.any():
-        logs, at_logs = _with_base_merged(base, logs, schema, rule, hit, at), True
-    else:
-        at_logs = False
-    if rule.ordering_field and rule.base_ordering and hit.any() and not at_logs:
+        # every log record meeting a base row replaces it, merged with it: no base row wins whole
+        logs = _with_base_merged(base, logs, schema, rule, hit, at)
+    elif rule.ordering_field and rule.base_ordering and hit.any():
         # a log delete always removes the base row (Java: an empty payload deletes); a log data
         # record loses to a base row whose ordering value is strictly greater
         stored = base.column(rule.ordering_field)

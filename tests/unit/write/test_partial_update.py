@@ -386,3 +386,24 @@ def test_a_new_key_inserted_by_two_tasks_is_refused(tmp_path):
     with pytest.raises(HoodieCommitError, match="more than one task"):
         write_tasks(path, opts, [[row], [{**row, "a": "y", "b": None}]], [])
     assert set(data_of(ours(path))) == {"k1"}
+
+
+def test_hudi_rs_reads_merge_on_read_logs_whole(tmp_path):
+    """The limit docs/hudi/partial-update.md states: hudi-rs 0.5.0's default reader refuses a slice
+    with logs of this payload, and its older reader (hoodie.read.file.group.reader.version=1) reads
+    the log record whole, a null column as null, where Java and we keep the stored value."""
+    from hudi import HudiTableBuilder
+
+    path, opts = tmp_path / "t", options("MERGE_ON_READ")
+    write(path, opts, [{"id": "k1", "p": "p1", "ts": 1, "a": "x", "b": 1, "c": 1.5}], [])
+    write(path, opts, [{"id": "k1", "p": "p1", "ts": 2, "a": None, "b": 7, "c": None}], [])
+    assert has_logs(path)
+    merged = {"k1": {"id": "k1", "p": "p1", "ts": 2, "a": "x", "b": 7, "c": 1.5}}
+    assert data_of(ours(path)) == merged
+    with pytest.raises(Exception, match="merger of its own"):
+        hudi_rs_read(path)
+    v1 = HudiTableBuilder.from_base_uri(str(path)).with_option("hoodie.read.file.group.reader.version", "1")
+    whole = data_of(pa.Table.from_batches(v1.build().read()))
+    assert whole == {"k1": {"id": "k1", "p": "p1", "ts": 2, "a": None, "b": 7, "c": None}}
+    hoodie_sink.compact(str(path), opts)
+    assert data_of(hudi_rs_read(path)) == merged

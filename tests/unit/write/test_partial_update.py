@@ -194,12 +194,22 @@ def write(path: Path, opts: dict, rows: list[dict], missing: list[str], operatio
     hoodie_sink.write(table, str(path), {**opts, "hoodie.datasource.write.operation": operation})
 
 
-def run_sequence(path: Path, table_type: str, seed: int, rounds: int = 6, compact_every: int = 0):
+INDEXES = {
+    "BLOOM": {},
+    "BUCKET": {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "3"},
+    # a global index that keeps keys where they are stored (our keys never change partition)
+    "RECORD_INDEX": {"hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true"},
+}
+
+
+def run_sequence(
+    path: Path, table_type: str, seed: int, rounds: int = 6, compact_every: int = 0, index: str = "BLOOM"
+):
     """Random writes (and compactions), the table checked against the model after each; yields
     (instant, the model's rows before, after, the keys written)."""
     rng = random.Random(seed)
     mor = table_type == "MERGE_ON_READ"
-    opts = options(table_type)
+    opts = {**options(table_type), **INDEXES[index]}
     model = Model()
     keys = [f"k{i}" for i in range(24)]
     seen = base_files(path) if path.exists() else set()
@@ -255,6 +265,13 @@ def check_hudi_rs(path: Path, model: Model, mor: bool) -> None:
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_random_sequences_match_the_payload(tmp_path, table_type, seed):
     for _ in run_sequence(tmp_path / "t", table_type, seed):
+        pass
+
+
+@pytest.mark.parametrize("index", ["BUCKET", "RECORD_INDEX"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_random_sequences_under_other_indexes(tmp_path, table_type, index):
+    for _ in run_sequence(tmp_path / "t", table_type, 40, index=index):
         pass
 
 

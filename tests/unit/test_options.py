@@ -97,7 +97,7 @@ REFUSED = {
     "hoodie.cleaner.hoodie.unknown": "1",
     "hoodie.schema.on.read.enable": "true",
     "hoodie.payload.ordering.field": "ts",
-    "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload",
+    "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload",
     "hoodie.compaction.payload.class": "com.acme.MyPayload",
 }
 

@@ -9,6 +9,10 @@ whether the ordering also decides against the stored record (event time, the def
 the incoming record always replaces it (commit time, OverwriteWithLatest).  Without an ordering
 field the latest record wins.  A null ordering value counts as the smallest value, as Java's merge
 takes it (docs/hudi/null-ordering.md).  The delete operation compares nothing: its deletes win.
+
+`partial` (Hudi 0.15's PartialUpdateAvroPayload, docs/hudi/partial-update.md): the same ordering
+decides the winner, also against the stored record, but the loser is not dropped: it fills the
+winner's null columns (format/partial_update.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.table.format.partial_update import is_partial_update
 from hoodie_sink.table.format.properties import COMMIT_TIME_STRATEGY, MERGER_STRATEGY_KEY, TableConfig
 
 
@@ -26,15 +31,19 @@ from hoodie_sink.table.format.properties import COMMIT_TIME_STRATEGY, MERGER_STR
 class MergeRule:
     ordering_field: str | None = None
     base_ordering: bool = False
+    partial: bool = False  # PartialUpdateAvroPayload: the loser fills the winner's nulls
 
     @staticmethod
     def of_table(table: TableConfig) -> MergeRule:
         """The table's rule, inferred as readers do
         (docs/hudi/format.md#file-slices-and-merge-mode): the payload class, else the merger
         strategy id, else event time when there is a precombine field."""
-        if not table.precombine_field:
-            return MergeRule()
         payload = table.payload_class or ""
+        partial = is_partial_update(payload)
+        if not table.precombine_field:
+            return MergeRule(partial=partial)
+        if partial:
+            return MergeRule(table.precombine_field, base_ordering=True, partial=True)
         if not payload:
             strategy = table.extra.get(MERGER_STRATEGY_KEY)
             commit_time = strategy == COMMIT_TIME_STRATEGY
@@ -43,12 +52,22 @@ class MergeRule:
         return MergeRule(table.precombine_field, base_ordering=not commit_time)
 
     @staticmethod
-    def of_write(precombine_field: str | None, commit_time_ordering: bool, deletes: bool) -> MergeRule:
+    def of_write(
+        precombine_field: str | None, commit_time_ordering: bool, deletes: bool, partial: bool = False
+    ) -> MergeRule:
         """A write's rule: its precombine field and payload (resolved against the table), none
         for the delete operation, whose records win whatever their ordering values."""
-        if deletes or not precombine_field:
+        if deletes:
             return MergeRule()
-        return MergeRule(precombine_field, base_ordering=not commit_time_ordering)
+        if not precombine_field:
+            return MergeRule(partial=partial)
+        return MergeRule(precombine_field, base_ordering=partial or not commit_time_ordering, partial=partial)
+
+    @property
+    def drops_losers(self) -> bool:
+        """Whether a change the stored record beats can be dropped before it is written (event
+        time, whole records): not under a partial update, where the loser still fills nulls."""
+        return self.event_time and not self.partial
 
     @property
     def event_time(self) -> bool:

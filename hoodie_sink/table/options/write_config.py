@@ -20,6 +20,7 @@ from typing import Any
 
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.format.keygen import inferred_keygen_type, supported_keygen_type
+from hoodie_sink.table.format.partial_update import PARTIAL_UPDATE_PAYLOAD
 from hoodie_sink.table.format.properties import COPY_ON_WRITE
 from hoodie_sink.table.format.write_operation import (
     APPEND_OP,
@@ -111,7 +112,7 @@ def _lock_provider(key: str, v: str) -> str:
 # Record payload classes (how a change merges with the stored record), by Hudi's class names.
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-SUPPORTED_PAYLOADS = (OVERWRITE_WITH_LATEST_PAYLOAD, DEFAULT_PAYLOAD)
+SUPPORTED_PAYLOADS = (OVERWRITE_WITH_LATEST_PAYLOAD, DEFAULT_PAYLOAD, PARTIAL_UPDATE_PAYLOAD)
 
 
 def _payload_class(key: str, v: str) -> str:
@@ -122,8 +123,9 @@ def _payload_class(key: str, v: str) -> str:
     raise HoodieConfigError(
         f"Option '{key}'='{v}' is not supported: hoodie_sink merges records by commit time "
         f"(OverwriteWithLatestAvroPayload: the incoming record replaces the stored one) or by event time "
-        f"(DefaultHoodieRecordPayload: the higher precombine value wins, also against the stored record). "
-        f"Supported: {', '.join(SUPPORTED_PAYLOADS)}."
+        f"(DefaultHoodieRecordPayload: the higher precombine value wins, also against the stored record), "
+        f"or partially (PartialUpdateAvroPayload: the winner by precombine value, its null columns filled "
+        f"from the other record). Supported: {', '.join(SUPPORTED_PAYLOADS)}."
     )
 
 
@@ -152,8 +154,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("hoodie.datasource.write.payload.class", "payload_class", _payload_class,
            ("payloadclass", "hoodie.compaction.payload.class"), True,
            doc="How a change merges with the stored record: OverwriteWithLatestAvroPayload (commit time: the "
-               "incoming record wins) or DefaultHoodieRecordPayload (event time: the higher precombine value "
-               "wins). Default: DefaultHoodieRecordPayload with a precombine field, else OverwriteWithLatest."),
+               "incoming record wins), DefaultHoodieRecordPayload (event time: the higher precombine value "
+               "wins) or PartialUpdateAvroPayload (event time, and the winner's null or missing columns keep "
+               "the other record's values; docs/hudi/partial-update.md). Default: DefaultHoodieRecordPayload "
+               "with a precombine field, else OverwriteWithLatest."),
     Option("hoodie.sink.write.allow.null.array.elements", "allow_null_array_elements", _bool,
            doc="Accept null elements in list columns, which Apache Hudi 0.14/0.15's merge cannot rewrite "
                "(refused by default: only for tables no Java writer upserts into)."),
@@ -1020,6 +1024,12 @@ class WriteConfig:
         """True when the incoming record replaces the stored one whatever the ordering values
         (OverwriteWithLatestAvroPayload); the precombine field then only de-duplicates a batch."""
         return self.payload_class == OVERWRITE_WITH_LATEST_PAYLOAD
+
+    @property
+    def partial_update(self) -> bool:
+        """PartialUpdateAvroPayload: a record's null (or missing) columns keep the other record's
+        values (docs/hudi/partial-update.md)."""
+        return self.payload_class == PARTIAL_UPDATE_PAYLOAD
 
     def default_table_name(self) -> str:
         base = os.path.basename(self.path.rstrip("/")) or "hoodie_table"

@@ -18,6 +18,9 @@ then merged as Java's payloads do (docs/hudi/services.md#merge-semantics):
   unless event-time ordering keeps the base row (strictly greater value); a data record with
   `_hoodie_is_deleted` = true deletes.  A key stored twice in the base file: the log record
   meets its first copy only (as Java's readers and hudi-rs), the later copies are read as stored.
+- PartialUpdateAvroPayload (docs/hudi/partial-update.md): the same winners, but two data records
+  (log and log, log and base) become one, the winner's columns with its nulls filled from the
+  other's (`_fold_partially`, `_with_base_merged`).
 
 Everything is vectorised over Arrow: the fold runs once per log block (one block per write of
 the file group), never once per record.
@@ -38,6 +41,7 @@ from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.avro_rows import decode_block_content
 from hoodie_sink.table.format.file_group import FileSlice, LogFile
 from hoodie_sink.table.format.merge_rule import MergeRule
+from hoodie_sink.table.format.partial_update import combine
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.read.base_file import conform, read_base_file
@@ -273,11 +277,43 @@ def _fold_unique(state: pa.Table, incoming: pa.Table, rule: MergeRule) -> pa.Tab
         new_natural = ~_bools(pc.is_valid(incoming.column(_ORD))) & new_del
         wins = prior_del | new_natural | ~prior_greater
         wins |= ~matched
+    if rule.partial and matched.any():
+        incoming, wins = _fold_partially(state, incoming, rule, matched, at, wins)
     replaced = np.zeros(state.num_rows, dtype=bool)
     replaced[at[matched & wins]] = True
     kept = state.filter(pa.array(~replaced))
     added = incoming.filter(pa.array(wins))
     return pa.concat_tables([kept, added.cast(kept.schema)])
+
+
+def _fold_partially(
+    state: pa.Table,
+    incoming: pa.Table,
+    rule: MergeRule,
+    matched: np.ndarray,
+    at: np.ndarray,
+    wins: np.ndarray,
+) -> tuple[pa.Table, np.ndarray]:
+    """PartialUpdateAvroPayload between two log records of a key (Java's log scanner calls its
+    preCombine, docs/hudi/partial-update.md): two data records become one, the winner's values
+    with its nulls filled from the other (the earlier wins only with a strictly greater ordering
+    value); its meta fields are the later record's where it has them.  A delete on either side
+    merges nothing (the rules above decide)."""
+    prior = state.take(pa.array(at))
+    both_data = matched & ~_bools(prior.column(_DEL)) & ~_bools(incoming.column(_DEL))
+    if not both_data.any():
+        return incoming, wins
+    older_first = np.zeros(incoming.num_rows, dtype=bool)
+    if rule.ordering_field:
+        older_first = MergeRule.strictly_greater(prior.column(_ORD), incoming.column(_ORD))
+    columns = [c for c in incoming.column_names if c not in (_DEL, _POS)]
+    merged = combine(prior, incoming, older_first, columns, newer_first=META_COLUMNS)
+    mask = pa.array(both_data)
+    for name in columns:
+        i = incoming.schema.get_field_index(name)
+        values = pc.if_else(mask, merged[name], incoming.column(name).cast(merged[name].type))
+        incoming = incoming.set_column(i, name, values)
+    return incoming, wins | both_data
 
 
 # ------------------------------------------------------------------------------ base vs logs
@@ -313,7 +349,10 @@ def merge_with_base(
     at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
     _first_copy_only(hit, at)
     log_wins = hit.copy()
-    if rule.ordering_field and rule.base_ordering and hit.any():
+    if rule.partial and hit.any():
+        # every log record meeting a base row replaces it, merged with it: no base row wins whole
+        logs = _with_base_merged(base, logs, schema, rule, hit, at)
+    elif rule.ordering_field and rule.base_ordering and hit.any():
         # a log delete always removes the base row (Java: an empty payload deletes); a log data
         # record loses to a base row whose ordering value is strictly greater
         stored = base.column(rule.ordering_field)
@@ -331,6 +370,35 @@ def merge_with_base(
     take = np.where(replace, n_base + at, np.arange(n_base))[~drop]
     take = np.concatenate([take, n_base + only_log]).astype(np.int64)
     return both.take(pa.array(take))
+
+
+def _with_base_merged(
+    base: pa.Table, logs: pa.Table, schema: pa.Schema, rule: MergeRule, hit: np.ndarray, at: np.ndarray
+) -> pa.Table:
+    """PartialUpdateAvroPayload between the merged log record and the base row of its key (Java's
+    readers call its combineAndGetUpdateValue, docs/hudi/partial-update.md): the log data record
+    takes the base row's values where its own are null, unless the base row wins on ordering (a
+    strictly greater value), whose values then come first; meta fields from the log record.  A log
+    delete merges nothing.  `logs` comes back with those rows merged: the log record replaces the
+    base row."""
+    rows = np.flatnonzero(hit)
+    log_rows = at[rows]
+    base_rows = base.take(pa.array(rows))
+    log_part = logs.take(pa.array(log_rows))
+    older_first = np.zeros(len(rows), dtype=bool)
+    if rule.ordering_field:
+        older_first = MergeRule.strictly_greater(base_rows.column(rule.ordering_field), log_part.column(_ORD))
+    merged = combine(base_rows, log_part, older_first, schema.names, newer_first=META_COLUMNS)
+    data_record = ~_bools(log_part.column(_DEL))
+    take = np.arange(logs.num_rows)
+    take[log_rows[data_record]] = logs.num_rows + np.flatnonzero(data_record)
+    mask = pa.array(data_record)
+    replacement = log_part
+    for name in schema.names:
+        i = replacement.schema.get_field_index(name)
+        merged_values = pc.if_else(mask, merged[name], log_part.column(name).cast(merged[name].type))
+        replacement = replacement.set_column(i, name, merged_values)
+    return pa.concat_tables([logs, replacement.cast(logs.schema)]).take(pa.array(take))
 
 
 def _first_copy_only(hit: np.ndarray, at: np.ndarray) -> None:

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hoodie_sink.errors import HoodieCommitError
 from hoodie_sink.table.format.commit_metadata import NULL_COMMIT, WriteStat
 from hoodie_sink.table.format.file_group import BASE_FILE_EXT, BaseFile
 from hoodie_sink.table.format.markers import MERGE
@@ -90,6 +91,8 @@ def merge_at_commit(ctx: WriteContext, results: list, threads: int | None = None
         for key, losers in _move_losers(ctx, results, inserted).items():
             removals.setdefault(key, set()).update(losers)
     out.duplicate_inserts = sum(len(v) for v in removals.values())
+    if removals and ctx.plan.merge_rule.partial:
+        _refuse_partial_duplicate_inserts(ctx, removals)
     log_jobs = _log_fixups(ctx, results, stats, changes, removals)
     if log_jobs:
         owned = {st.path for r in results for st in getattr(r, "owned", [])}
@@ -123,12 +126,26 @@ def merge_at_commit(ctx: WriteContext, results: list, threads: int | None = None
     return out
 
 
+def _refuse_partial_duplicate_inserts(ctx: WriteContext, removals: dict) -> None:
+    """A new key inserted by two tasks (or flushes) of a partial update: the copies would have to
+    be merged column by column, which the commit does not do; nothing is committed."""
+    keys = sorted(k for v in removals.values() for k in v)
+    raise HoodieCommitError(
+        f"Write {ctx.instant} to {ctx.config.path} with option 'hoodie.datasource.write.payload.class'="
+        f"'{ctx.config.payload_class}' inserted {len(keys)} new key(s) from more than one task (first: "
+        f"{keys[0]!r}); hoodie_sink does not merge such copies partially, so nothing was committed. "
+        "Help: repartition the input by record key, or write those keys' first records with one task."
+    )
+
+
 def _log_fixups(
     ctx: WriteContext, results: list, stats: list[WriteStat], changes: dict, removals: dict
 ) -> list[tuple[str, str]]:
     """Merge-on-read: the contended file groups settled by one more log file (those whose base
     file nobody rewrites: no task packed inserts into it)."""
-    if not ctx.plan.merge_on_read:
+    if not ctx.plan.merge_on_read or ctx.plan.merge_rule.partial:
+        # a partial update's log fix-up would hold the other tasks' changes folded apart from the
+        # owner's, a fold Java's readers would run in another order: rewritten from the full fold
         return []
     slices = ctx.slices_by_id
     rewritten = {st.file_id for r in results for st in getattr(r, "staged", []) + getattr(r, "owned", [])

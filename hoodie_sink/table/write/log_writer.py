@@ -313,7 +313,7 @@ def log_changes(ctx: WriteContext, sl: SliceFiles, changes: pa.Table) -> pa.Tabl
     upserts = changes.filter(pc.equal(changes.column(KIND), UPSERT)).column(KEY).combine_chunks()
     if sl.has_deletes and len(upserts) and tombstoned(ctx, sl, schema).intersection(upserts.to_pylist()):
         return None
-    if not rule.event_time or precombine is None or sl.base_name is None:
+    if not rule.drops_losers or precombine is None or sl.base_name is None:
         return changes
     base_path = join_partition(sl.partition_path, sl.base_name)
     stored = read_base_file(ctx.storage, base_path, schema, [RECORD_KEY, precombine])

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieSchemaError
 from hoodie_sink.table.format.merge_rule import MergeRule
+from hoodie_sink.table.format.partial_update import combine, occurrences
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.read.base_file import conform
 
@@ -74,10 +75,52 @@ def reduce_changes(changes: pa.Table, rule: MergeRule, per_partition: bool = Fal
     if pc.count_distinct(changes.column(KEY), mode="all").as_py() == changes.num_rows:
         return changes  # one change per key already (the common case): no sort needed
     scope = [KEY, PART] if per_partition else [KEY]
+    if rule.partial:
+        return _reduce_partially(changes, rule, scope)
     order = pc.sort_indices(changes, sort_keys=rule.ranking(scope, ORDER))
     ranked = changes.take(order)
     first = first_of_groups(ranked, scope)
     return ranked.filter(pa.array(first))
+
+
+def _reduce_partially(changes: pa.Table, rule: MergeRule, scope: list[str]) -> pa.Table:
+    """PartialUpdateAvroPayload's de-duplication (its preCombine, docs/hudi/partial-update.md): a
+    record's changes folded in arrival order, each step keeping the winner by ordering value (a
+    tie goes to the later) with its null columns filled from the other.  The fold is not
+    associative, so it runs in rounds: round r merges every record's r-th change into what the
+    earlier rounds left, all records at once.  A delete (the delete operation) ends the fold
+    where it comes and an upsert after it starts afresh (Java: "natural order for delete record")."""
+    order = pc.sort_indices(changes, sort_keys=[(c, "ascending") for c in scope] + [(ORDER, "ascending")])
+    ranked = changes.take(order)
+    first = first_of_groups(ranked, scope)
+    group = np.cumsum(first) - 1
+    nth = occurrences(group)
+    state = ranked.filter(pa.array(nth == 0))  # one row per record, in group order
+    data = [c for c in changes.column_names if c not in CONTROL]
+    for r in range(1, int(nth.max()) + 1):
+        at = nth == r
+        newer = ranked.filter(pa.array(at))
+        slots = pa.array(group[at])
+        older = state.take(slots)
+        older_kind = np.asarray(older.column(KIND).to_numpy(), dtype=np.int8)
+        newer_kind = np.asarray(newer.column(KIND).to_numpy(), dtype=np.int8)
+        both_upserts = (older_kind == UPSERT) & (newer_kind == UPSERT)
+        older_first = np.zeros(newer.num_rows, dtype=bool)
+        if rule.ordering_field:
+            older_first = MergeRule.strictly_greater(
+                older.column(rule.ordering_field), newer.column(rule.ordering_field)
+            )
+        merged = combine(older, newer, older_first & both_upserts, data)
+        mask = pa.array(both_upserts)
+        for name, values in merged.items():
+            i = newer.schema.get_field_index(name)
+            # a delete on either side: the newer change as it is
+            newer = newer.set_column(i, name, pc.if_else(mask, values, newer.column(name).cast(values.type)))
+        # the newer change takes the record's slot; ORDER stays the latest arrival
+        take = np.arange(state.num_rows)
+        take[group[at]] = state.num_rows + np.arange(newer.num_rows)
+        state = pa.concat_tables([state, newer.cast(state.schema)]).take(pa.array(take))
+    return state
 
 
 def first_of_groups(ranked: pa.Table, scope: list[str]) -> np.ndarray:
@@ -153,6 +196,8 @@ def merge_file_group(
     elif append_only:
         nothing = np.zeros(n_old, dtype=bool)
         match = _Match(np.arange(n_old), nothing, nothing, nothing, np.zeros(changes.num_rows, dtype=bool))
+    elif rule.partial:
+        match, old = _match_partially(old, changes, kinds, rule)
     else:
         match = _match_stored(old, changes, kinds, rule)
     unmatched = ~match.matched
@@ -201,6 +246,43 @@ def _match_stored(old: pa.Table, changes: pa.Table, kinds: np.ndarray, rule: Mer
     return _Match(take_old, updated[keep], deleted, updated, matched)
 
 
+def _match_partially(
+    old: pa.Table, changes: pa.Table, kinds: np.ndarray, rule: MergeRule
+) -> tuple[_Match, pa.Table]:
+    """PartialUpdateAvroPayload against the stored record (its combineAndGetUpdateValue,
+    docs/hudi/partial-update.md): every matched upsert rewrites the stored row, which keeps the
+    winner's values (the stored record wins only with a strictly greater ordering value) and the
+    other's where the winner's are null; a delete deletes.  Returns the match and `old` with the
+    updated rows' data columns merged in place (the match takes them from there, as written rows)."""
+    n_old = old.num_rows
+    pos = pc.index_in(old.column(RECORD_KEY), value_set=changes.column(KEY).combine_chunks())
+    valid = np.asarray(pc.is_valid(pos).to_numpy(zero_copy_only=False), dtype=bool)
+    inc_at = np.asarray(pc.fill_null(pos, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    matched = np.zeros(changes.num_rows, dtype=bool)
+    matched[inc_at[valid]] = True
+    deleted = valid & (kinds[inc_at] != UPSERT)
+    updated = valid & (kinds[inc_at] == UPSERT)
+    keep = ~deleted
+    match = _Match(np.arange(n_old)[keep], updated[keep], deleted, updated, matched)
+    if not updated.any():
+        return match, old
+    incoming = changes.take(pa.array(inc_at))
+    data = [c for c in changes.column_names if c not in CONTROL]
+    old_data = conform(old.select([c for c in data if c in old.column_names]), data_of(changes).schema)
+    precombine = rule.ordering_field
+    older_first = np.zeros(n_old, dtype=bool)
+    if precombine:
+        older_first = MergeRule.strictly_greater(old_data.column(precombine), incoming.column(precombine))
+    merged = combine(old_data, incoming, older_first, data)
+    mask = pa.array(updated)
+    out = old
+    for name in data:
+        values = pc.if_else(mask, merged[name], old_data.column(name))
+        i = out.schema.get_field_index(name)
+        out = out.set_column(i, name, values) if i >= 0 else out.append_column(name, values)
+    return match, out
+
+
 def _assemble(
     old: pa.Table | None,
     changes: pa.Table,
@@ -247,7 +329,7 @@ def without_losers_to_stored(changes: pa.Table, stored: pa.Table, rule: MergeRul
     (Java's readers would also drop a losing update, but they apply a losing delete)."""
     precombine = rule.ordering_field
     if (
-        not rule.event_time
+        not rule.drops_losers
         or stored.num_rows == 0
         or changes.num_rows == 0
         or precombine not in stored.column_names

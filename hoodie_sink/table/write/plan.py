@@ -64,7 +64,9 @@ class WritePlan:
         return WritePlan(
             operation=operation,
             index=index,
-            merge_rule=MergeRule.of_write(cfg.precombine_field, cfg.commit_time_ordering, operation.deletes),
+            merge_rule=MergeRule.of_write(
+                cfg.precombine_field, cfg.commit_time_ordering, operation.deletes, cfg.partial_update
+            ),
             table=table,
             keygen=keygen_config_of(cfg),
             parquet=parquet_settings_of(cfg),

@@ -32,6 +32,7 @@ from hoodie_sink.table.index.registry import BUCKET, index_of
 from hoodie_sink.table.options.write_config import (
     DEFAULT_PAYLOAD,
     OVERWRITE_WITH_LATEST_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
     SUPPORTED_PAYLOADS,
     WriteConfig,
 )
@@ -329,6 +330,23 @@ def check_merge_on_read(cfg: WriteConfig, payload: str | None = None) -> None:
             f"('{cfg.precombine_field}') on a new MERGE_ON_READ table: Java readers order its log records by "
             "the precombine value while hudi-rs orders them by commit time, so the two would disagree. "
             "Help: use DefaultHoodieRecordPayload (the default with a precombine field), or no precombine field."
+        )
+
+
+def check_partial_update(cfg: WriteConfig) -> None:
+    """Settings a partial update (PartialUpdateAvroPayload) cannot have: a global index that moves a
+    key to its record's new partition (Java merges the record with the stored one before moving
+    it; not implemented here, docs/hudi/partial-update.md)."""
+    payload = cfg.payload_class
+    if payload != PARTIAL_UPDATE_PAYLOAD or not WriteOperation.of(cfg.operation).keyed:
+        return
+    if index_of(cfg.index_type).moves_partitions(cfg.index_update_partition_path):
+        raise HoodieConfigError(
+            f"Option 'hoodie.datasource.write.payload.class'='{payload}' with hoodie.index.type="
+            f"{cfg.index_type.upper()} moving keys between partitions (hoodie.bloom.index.update.partition.path / "
+            f"hoodie.record.index.update.partition.path = true) is not supported by hoodie_sink for the table at "
+            f"{cfg.path}. Help: set the update.partition.path option to false, or use a partition-scoped index "
+            "(BLOOM, BUCKET)."
         )
 
 

@@ -49,7 +49,8 @@ class Tagging:
         # commit-time ordering (OverwriteWithLatestAvroPayload): the stored record never wins
         stored_ordering = self.stored.ordering if self.rule.event_time else None
         stored_in_place = None
-        if self.mor and self.rule.event_time:
+        # (partial updates keep a change the stored record beats: it still fills the stored nulls)
+        if self.mor and self.rule.drops_losers:
             stored_in_place = self.stored.in_place(changes, tags)
             changes, tags = self.stored.without_stored_winners(changes, tags, self.repeated)
         return self.assigner.assign(changes, tags, stored_ordering, stored_in_place)

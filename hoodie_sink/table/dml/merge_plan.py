@@ -80,6 +80,8 @@ class TableShape:
     global_keys: bool = True
     moves_partitions: bool = True
     event_time_field: str | None = None
+    # PartialUpdateAvroPayload: a null in a written row keeps the stored value (every reader)
+    nulls_keep_stored: bool = False
 
     @property
     def identity_fields(self) -> tuple[str, ...]:
@@ -384,6 +386,7 @@ def _updated(
     old = target.take(rows.column(_TID))
     _refuse_changed_identity(old, new, shape)
     _refuse_lower_ordering(old, new, shape)
+    _refuse_nulls_that_would_not_stick(old, new, shape)
     return new
 
 
@@ -446,6 +449,23 @@ def _refuse_lower_ordering(old: pa.Table, new: pa.Table, shape: TableShape) -> N
             f"value (hoodie.datasource.write.precombine.field = {f}), so the update would be lost. Nothing "
             f"was written. Help: set '{f}' to at least the stored value (e.g. greatest(t.{f}, s.{f}))."
         )
+
+
+def _refuse_nulls_that_would_not_stick(old: pa.Table, new: pa.Table, shape: TableShape) -> None:
+    """On a partial-update table (PartialUpdateAvroPayload) every reader fills a written null from
+    the stored record: an update setting a stored value to NULL would be written and never seen."""
+    if not shape.nulls_keep_stored:
+        return
+    for name in old.column_names:
+        lost = pc.and_(pc.is_null(new.column(name)), pc.is_valid(old.column(name)))
+        if pc.any(lost).as_py():
+            i = pc.index(lost, True).as_py()
+            key = {k: old.column(k)[i].as_py() for k in shape.key_fields}
+            raise HoodieKeyError(
+                f"The update sets column '{name}' of the record with key {key} to NULL, but the table merges "
+                "partially (PartialUpdateAvroPayload): readers keep the stored value where a record has a "
+                "null, so the update would be lost. Nothing was written."
+            )
 
 
 def _refuse_bad_inserts(inserts: pa.Table, target: pa.Table, shape: TableShape) -> None:

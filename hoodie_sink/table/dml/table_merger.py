@@ -154,6 +154,7 @@ class DmlTarget:
             global_keys=index.is_global,
             moves_partitions=index.is_global and index.moves_partitions(cfg.index_update_partition_path),
             event_time_field=rule.ordering_field if rule.base_ordering else None,
+            nulls_keep_stored=rule.partial,
         )
         keygen = KeyGenerator(keygen_config_of(cfg))
         stored = None if cfg.populate_meta_fields else keygen

@@ -76,6 +76,11 @@ def reduce_batch(rows: list[dict]) -> dict[str, dict | str]:
     by_key: dict[str, list] = {}
     for r in rows:
         by_key.setdefault(r["id"], []).append(r if r.get("_op") != DELETE else DELETE)
+    return fold_each(by_key)
+
+
+def fold_each(by_key: dict[str, list]) -> dict:
+    """Each key's records folded into one (none of them folds to nothing)."""
     out = {}
     for k, recs in by_key.items():
         folded = fold(recs)
@@ -344,12 +349,7 @@ def reduce_by_task(shards: list[list[dict]]) -> dict[str, dict | str]:
     for rows in shards:
         for k, rec in reduce_batch(rows).items():
             per_task.setdefault(k, []).append(rec)
-    out = {}
-    for k, recs in per_task.items():
-        folded = fold(recs)
-        assert folded is not None
-        out[k] = folded
-    return out
+    return fold_each(per_task)
 
 
 def write_tasks(path: Path, opts: dict, shards: list[list[dict]], missing: list[str]):

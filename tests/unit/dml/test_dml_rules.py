@@ -196,3 +196,14 @@ def test_on_a_partial_update_table_a_merge_of_some_columns_updates_those_and_a_n
     if table_type == "MERGE_ON_READ":
         t.compact()  # hudi-rs 0.5.0 reads a partial-update slice only without logs (docs/hudi/partial-update.md)
     assert_table_matches(t.path, expected)
+
+
+def test_the_dml_delete_marker_is_refused_in_any_other_write(tmp_path):
+    """Only the DML's own write takes its delete marker: in a user's input it is a reserved column."""
+    from hoodie_sink.errors import HoodieSchemaError
+
+    t = table(tmp_path)
+    marked = source(ROWS[:1]).append_column("_hoodie_dml_delete", pa.array([True]))
+    with pytest.raises(HoodieSchemaError, match="_hoodie_dml_delete.*reserved prefix"):
+        hoodie_sink.write(marked, t.path, t.options)
+    assert_table_matches(t.path, ROWS)

@@ -267,6 +267,8 @@ def _column_may_match(col: ColumnStats, p: Predicate, num_rows: int) -> bool:
 def _bounds_may_match(col: ColumnStats, p: Predicate) -> bool:
     """Prune conditions are written as positive comparisons, so that any comparison with a NaN
     (always False) keeps the file."""
+    if _may_read_rounded(col, p):
+        return True
     if p.op == "in":
         values = [v for v in p.value if v is not None]  # `x in (NULL)` matches no row
         return any(_value_in_range(col, v) for v in values)
@@ -290,6 +292,22 @@ def _bounds_may_match(col: ColumnStats, p: Predicate) -> bool:
     if p.op == ">=":
         return not (hi < v)
     return True
+
+
+# Integers of larger magnitude than this may not survive a float32 (2^24) or float64 (2^53) read.
+_EXACT_IN_FLOAT32 = 1 << 24
+
+
+def _may_read_rounded(col: ColumnStats, p: Predicate) -> bool:
+    """An integer file column compared with a floating-point value may belong to a column the
+    table has since promoted to float or double (docs/hudi/schema-evolution.md): its values are read
+    rounded, so its exact integer bounds could skip a file whose rounded values match.  Such a file
+    is kept whenever a bound is too large to be exact in a float."""
+    values = p.value if p.op == "in" else [p.value]
+    if col.is_float or not any(isinstance(v, float) for v in values):
+        return False
+    bounds = (col.min, col.max)
+    return any(isinstance(b, int) and abs(b) > _EXACT_IN_FLOAT32 for b in bounds)
 
 
 def _value_in_range(col: ColumnStats, v: Any) -> bool:

@@ -417,3 +417,20 @@ def test_list_items_and_map_values_are_promoted(tmp_path: Path) -> None:
     assert (
         schema.field("l").type.value_type == pa.float64() and schema.field("m").type.item_type == pa.int64()
     )
+
+
+@pytest.mark.parametrize("to", [pa.float64(), pa.float32()])
+def test_data_skipping_keeps_a_file_whose_integers_read_rounded_after_a_promotion(tmp_path: Path, to) -> None:
+    """An old file holds a long beyond a float's exact range; the column is then promoted to
+    double (or int to float), so that value reads rounded.  A filter on the rounded value must
+    find it: the file's exact integer bounds would have skipped it (data_skipping._may_read_rounded)."""
+    path = str(tmp_path / "t")
+    big = (1 << 53) + 1 if to == pa.float64() else (1 << 24) + 1
+    first = pa.int64() if to == pa.float64() else pa.int32()
+    hoodie_sink.write(
+        pa.table({"id": [1], "part": ["p"], "ts": [1], "n": pa.array([big], first)}), path, OPTS
+    )
+    hoodie_sink.write(pa.table({"id": [2], "part": ["q"], "ts": [1], "n": pa.array([1.5], to)}), path, OPTS)
+    rounded = float(pa.scalar(big).cast(to, safe=False).as_py())
+    got = read_snapshot(path, filters=[("n", "=", rounded)])
+    assert got.column("id").to_pylist() == [1]

@@ -99,10 +99,10 @@ class TableMerger:
     def execute(self) -> dict[str, int]:
         spec = MergeSpec(self.predicate, self.source_alias, self.target_alias, tuple(self.clauses))
         target = DmlTarget.open(self.config, self.writer)
-        source = _source_in_table_types(self.source)
+        source = as_arrow_source(self.source)
         join = KeyJoin.of(spec, target.shape, source.schema)
         key_table = join.source_key_table(source, self.source_alias, target.shape)
-        asked = target.keygen.record_keys(_non_null_keys(key_table))
+        asked = target.keygen.record_keys(non_null_keys(key_table))
         columns = needed_target_columns(spec, target.shape, source.schema)
         looked_up = target.rows_of_keys(asked, columns)
         whole = None
@@ -127,20 +127,24 @@ class DmlTarget:
     writes the changes back."""
 
     config: WriteConfig
-    writer: ChangeWriter
+    writer: ChangeWriter | None
     snapshot: Snapshot
     shape: TableShape
     keygen: KeyGenerator
     lookup: KeyLookup
 
     @staticmethod
-    def open(options_cfg: WriteConfig, writer: ChangeWriter) -> DmlTarget:
+    def open(
+        options_cfg: WriteConfig, writer: ChangeWriter | None, read_on: Timeline | None = None
+    ) -> DmlTarget:
+        """The table at `options_cfg.path` as its timeline shows it now, or as `read_on` showed it
+        (a task of a distributed DML reads the snapshot its driver read)."""
         storage = options_cfg.storage()
         if not table_exists(storage):
             raise HoodieTableError(f"There is no Hudi table at {options_cfg.path}: nothing to merge into.")
         table = read_table_config(storage)
         cfg = resolve_with_table(options_cfg.with_(operation="upsert", dml_deletes=True), table)
-        snap = Snapshot.open(storage)
+        snap = Snapshot.open(storage, timeline=read_on)
         avro = latest_schema(storage, snap.timeline, table)
         if avro is None:
             raise HoodieTableError(f"The table at {cfg.path} has no completed write yet, so no schema.")
@@ -203,11 +207,8 @@ class DmlTarget:
                 "written. Help: match on the inserted key, or update it."
             )
 
-    def write(self, upserts: pa.Table, deletes: pa.Table) -> None:
-        """One upsert instant: the new rows, and the deleted rows marked as deletes.  Nothing to
-        change: no instant."""
-        if not upserts.num_rows and not deletes.num_rows:
-            return
+    def change_rows(self, upserts: pa.Table, deletes: pa.Table) -> pa.Table:
+        """The rows one upsert writes: the new rows, and the deleted rows marked as deletes."""
         flags = [
             pa.array([False] * upserts.num_rows, pa.bool_()),
             pa.array([True] * deletes.num_rows, pa.bool_()),
@@ -216,8 +217,18 @@ class DmlTarget:
         # merge did not read are null in it, never in an upsert (merge_plan.needed_target_columns)
         deletes = _with_all_columns(deletes, self.shape.schema)
         data = pa.concat_tables([_with_all_columns(upserts, self.shape.schema), deletes])
-        data = data.append_column(DML_DELETE, pa.concat_arrays(flags))
-        self.writer(self.config, data, self.snapshot.timeline)
+        return data.append_column(DML_DELETE, pa.concat_arrays(flags))
+
+    def write(self, upserts: pa.Table, deletes: pa.Table) -> None:
+        """One upsert instant of the changes.  Nothing to change: no instant."""
+        self.write_changes(self.change_rows(upserts, deletes))
+
+    def write_changes(self, changes: pa.Table) -> None:
+        if not changes.num_rows:
+            return
+        if self.writer is None:
+            raise ValueError("this DmlTarget reads only (a task's): its changes are written by the driver")
+        self.writer(self.config, changes, self.snapshot.timeline)
 
 
 # ------------------------------------------------------------------------------- update, delete
@@ -277,7 +288,7 @@ def _unquoted(column: str) -> str:
     return name.split(".", 1)[1] if "." in name and not name.startswith("`") else name
 
 
-def _source_in_table_types(source) -> pa.Table:
+def as_arrow_source(source) -> pa.Table:
     if isinstance(source, pa.Table):
         return source
     if isinstance(source, pa.RecordBatch):
@@ -297,7 +308,7 @@ def _with_all_columns(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def _non_null_keys(keys: pa.Table) -> pa.Table:
+def non_null_keys(keys: pa.Table) -> pa.Table:
     mask = None
     for col in keys.columns:
         valid = pc.is_valid(col)

@@ -1,0 +1,118 @@
+"""A MERGE cut into tasks (docs/design/table-dml.md#in-tasks): the driver makes a `MergeTaskPlan`
+(metadata only: the options resolved, the clauses checked, the timeline the merge reads); each
+task gets the source rows of its share of the record keys (the source shuffled by `record_keys`),
+looks up their stored rows through the index in the snapshot the driver read, and decides their
+changes with the same planner as a one-process merge (merge_plan.py); the driver writes the
+union of the tasks' changes as one instant.
+
+Why the result equals a one-process merge: a target row is matched only by source rows of its key,
+and all of those are in one task, so Delta's multiple-match rule and each pair's clause are
+decided there; an insert's key is its source row's key (required below), so two inserts of one key,
+and an insert of a stored key, meet in one task too.  What a task cannot see is refused on the
+driver: WHEN NOT MATCHED BY SOURCE (a target row's "no source row matched it" is a property of the
+whole source), and an insert whose key is not the ON predicate's key expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.dml.expressions import Scope, compile_expression
+from hoodie_sink.table.dml.merge_plan import (
+    INSERT,
+    NOT_MATCHED_BY_SOURCE,
+    KeyJoin,
+    MergeSpec,
+    needed_target_columns,
+    plan_merge,
+)
+from hoodie_sink.table.dml.table_merger import DmlTarget, as_arrow_source, non_null_keys
+from hoodie_sink.table.format.timeline.instant import Instant
+from hoodie_sink.table.format.timeline.timeline import Timeline
+from hoodie_sink.table.options.write_config import WriteConfig
+
+
+@dataclass(frozen=True)
+class MergeTaskPlan:
+    """What every task of one MERGE needs (it pickles)."""
+
+    config: WriteConfig  # resolved against the table, as DmlTarget.open resolves it
+    spec: MergeSpec
+    source_schema: pa.Schema
+    read_instants: tuple[Instant, ...]  # the timeline the merge reads, pinned
+
+    @staticmethod
+    def of(target: DmlTarget, spec: MergeSpec, source_schema: pa.Schema) -> MergeTaskPlan:
+        """Checked once, on the driver: the spec compiles against the source, and nothing in it
+        needs more than one task's share of the keys."""
+        by_source = [c for c in spec.clauses if c.when == NOT_MATCHED_BY_SOURCE]
+        if by_source:
+            raise HoodieConfigError(
+                f"{by_source[0].describe()}: a merge whose source is a Spark DataFrame cannot take WHEN NOT "
+                "MATCHED BY SOURCE clauses yet (whether a stored row was matched depends on the whole source). "
+                "Help: pass the source as a pyarrow Table, or delete those rows with Table.delete."
+            )
+        join = KeyJoin.of(spec, target.shape, source_schema)
+        for clause in spec.clauses:
+            if clause.action != INSERT:
+                continue
+            for k in target.shape.key_fields:
+                on_key = join.source_keys[k].expression
+                inserted = (
+                    f"{spec.source_alias}.`{k}`"
+                    if clause.assignments is None
+                    else clause.assignments.get(k, "NULL")
+                )
+                if not _same_expression(inserted, on_key, spec, source_schema):
+                    raise HoodieConfigError(
+                        f"{clause.describe()} inserts record key field '{k}' as {inserted!r}, not as the ON "
+                        f"predicate's {join.source_keys[k].text!r}: in a merge that runs in tasks each task sees "
+                        "the keys the ON predicate gives, so the inserted key must be that one."
+                    )
+        return MergeTaskPlan(target.config, spec, source_schema, tuple(target.snapshot.timeline.instants))
+
+    def target(self) -> DmlTarget:
+        return DmlTarget.open(self.config, None, Timeline(self.read_instants))
+
+
+def record_keys(plan: MergeTaskPlan, source: pa.Table) -> pa.Array:
+    """Each source row's record key by the ON predicate (null where a key field is null): what the
+    source is shuffled by, so that each key's rows meet in one task."""
+    target = plan.target()
+    join = KeyJoin.of(plan.spec, target.shape, plan.source_schema)
+    keys = join.source_key_table(source, plan.spec.source_alias, target.shape)
+    valid = np.ones(keys.num_rows, dtype=bool)
+    for col in keys.columns:
+        valid &= np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+    found = target.keygen.record_keys(keys.filter(pa.array(valid)))
+    # each row's place among the keyed rows; null where it has none
+    at = pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid)
+    return pc.take(found, at)
+
+
+def changes_of(plan: MergeTaskPlan, source) -> tuple[pa.Table, dict[str, int]]:
+    """The change rows of one task's source rows (all source rows of each of its keys), and its
+    metrics: what DmlTarget.write_changes writes, once every task's are together."""
+    source = as_arrow_source(source)
+    target = plan.target()
+    join = KeyJoin.of(plan.spec, target.shape, source.schema)
+    asked = target.keygen.record_keys(
+        non_null_keys(join.source_key_table(source, plan.spec.source_alias, target.shape))
+    )
+    columns = needed_target_columns(plan.spec, target.shape, source.schema)
+    looked_up = target.rows_of_keys(asked, columns)
+    outcome = plan_merge(plan.spec, target.shape, source, target.data(looked_up))
+    return target.change_rows(outcome.upserts, outcome.deletes), outcome.metrics
+
+
+def _same_expression(a: str, b: pc.Expression, spec: MergeSpec, source_schema: pa.Schema) -> bool:
+    scope = Scope.of_table(source_schema, spec.source_alias)
+    try:
+        return compile_expression(a, scope).expression.equals(b)
+    except HoodieConfigError:
+        return False

@@ -49,6 +49,17 @@ from hoodie_sink.table.write.plan import keygen_config_of
 from hoodie_sink.table.write.table_setup import resolve_with_table, table_exists
 from hoodie_sink.table.write.upsert.incoming import DML_DELETE
 
+# How a merge whose source is an engine's DataFrame runs, and which sources it takes: the Spark
+# adapter registers itself (datasource/dml.py), so that the engine imports no engine.
+_DATAFRAME_MERGES: list[tuple[Callable[[TableMerger], dict[str, int]], Callable[[Any], bool]]] = []
+
+
+def register_dataframe_merge(
+    run: Callable[[TableMerger], dict[str, int]], accepts: Callable[[Any], bool]
+) -> None:
+    _DATAFRAME_MERGES.append((run, accepts))
+
+
 # How the changes are written: the write client's `write_read_changes` (the Table passes it in, so
 # that this layer does not reach up into the client): one instant, services after it as any write.
 ChangeWriter = Callable[[WriteConfig, pa.Table, Timeline], Any]
@@ -97,6 +108,9 @@ class TableMerger:
         return self
 
     def execute(self) -> dict[str, int]:
+        for run, accepts in _DATAFRAME_MERGES:
+            if accepts(self.source):
+                return run(self)  # in the engine's tasks, one instant
         spec = MergeSpec(self.predicate, self.source_alias, self.target_alias, tuple(self.clauses))
         target = DmlTarget.open(self.config, self.writer)
         source = as_arrow_source(self.source)
@@ -296,7 +310,8 @@ def as_arrow_source(source) -> pa.Table:
     if isinstance(source, pa.RecordBatchReader):
         return source.read_all()
     raise HoodieConfigError(
-        f"A merge source must be a pyarrow Table, RecordBatch or RecordBatchReader, got {type(source).__name__}."
+        f"A merge source must be a pyarrow Table, RecordBatch or RecordBatchReader, or a Spark DataFrame "
+        f"(through hoodie_sink.Table), got {type(source).__name__}."
     )
 
 

@@ -51,9 +51,11 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
     counts = {name: sc.accumulator(0) for name in _METRICS}
 
     def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        opened = None  # the table's settings and schema, read once per task
         for batch in batches:
+            opened = opened or plan.target()
             rows = pa.Table.from_batches([batch])
-            yield from rows.append_column(KEY, record_keys(plan, rows)).to_batches()
+            yield from rows.append_column(KEY, record_keys(plan, rows, opened)).to_batches()
 
     def plan_and_write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = [b for b in batches if b.num_rows]

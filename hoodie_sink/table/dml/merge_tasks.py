@@ -80,10 +80,11 @@ class MergeTaskPlan:
         return DmlTarget.open(self.config, None, Timeline(self.read_instants))
 
 
-def record_keys(plan: MergeTaskPlan, source: pa.Table) -> pa.Array:
+def record_keys(plan: MergeTaskPlan, source: pa.Table, target: DmlTarget | None = None) -> pa.Array:
     """Each source row's record key by the ON predicate (null where a key field is null): what the
-    source is shuffled by, so that each key's rows meet in one task."""
-    target = plan.target()
+    source is shuffled by, so that each key's rows meet in one task.  `target`: `plan.target()`,
+    opened once by a caller that keys many batches."""
+    target = target if target is not None else plan.target()
     join = KeyJoin.of(plan.spec, target.shape, plan.source_schema)
     keys = join.source_key_table(source, plan.spec.source_alias, target.shape)
     valid = np.ones(keys.num_rows, dtype=bool)

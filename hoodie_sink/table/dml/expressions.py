@@ -14,8 +14,6 @@ not deleted, updated nor matched), as in SQL and Delta.  CASE treats a null cond
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -108,20 +106,20 @@ def conjuncts(text: str) -> list[str]:
     return [p.sql(dialect=_DIALECT) for p in parts]
 
 
-def equality_sides(text: str) -> tuple[tuple[str | None, str], str] | None:
-    """For `a.k = <expr>` (or `<expr> = a.k`) where one side is a bare column: ((qualifier, name),
-    the other side's SQL); None otherwise.  Both sides columns: the first is returned with the
-    second as the expression, and `equality_sides` of the swapped text gives the other."""
+def equality_sides(text: str) -> list[tuple[tuple[str | None, str], str]]:
+    """For `a = b`: each side that is a bare column, as ((qualifier, name), the other side's SQL);
+    [] for anything but an equality."""
     tree = sqlglot.parse_one(text, read=_DIALECT)
     while isinstance(tree, exp.Paren):
         tree = tree.this
     if not isinstance(tree, exp.EQ):
-        return None
+        return []
     left, right = tree.this, tree.expression
-    for col, other in ((left, right), (right, left)):
-        if isinstance(col, exp.Column):
-            return (col.table or None, col.name), other.sql(dialect=_DIALECT)
-    return None
+    return [
+        ((col.table or None, col.name), other.sql(dialect=_DIALECT))
+        for col, other in ((left, right), (right, left))
+        if isinstance(col, exp.Column)
+    ]
 
 
 def column_sides(text: str) -> list[tuple[str | None, str]]:
@@ -347,13 +345,6 @@ class _Compiler:
         if t is None:
             raise _error(self.text, f"CAST to {node.sql()} is not supported", self.scope)
         return t
-
-
-def literal_value(value: object) -> pc.Expression:
-    """A Python value as an expression (Delta's API also takes values where SQL text is expected)."""
-    if isinstance(value, bool | int | float | str | decimal.Decimal | dt.date | dt.datetime) or value is None:
-        return pc.scalar(value)
-    raise HoodieConfigError(f"Cannot use {value!r} as a value.")
 
 
 def _dotted(qualifier: str | None, name: str) -> str:

@@ -169,15 +169,16 @@ def plan_merge(
     source: pa.Table,
     target: pa.Table,
     whole_target: pa.Table | None = None,
+    join: KeyJoin | None = None,
 ) -> MergeOutcome:
     """The rows a merge upserts and deletes.  `target`: the stored rows whose keys the source
     looked up (data columns, table schema); `whole_target`: every stored row, needed only with a
-    WHEN NOT MATCHED BY SOURCE clause."""
+    WHEN NOT MATCHED BY SOURCE clause; `join`: the spec's KeyJoin, when the caller has it."""
     t, s = spec.target_alias, spec.source_alias
     if t == s:
         raise HoodieConfigError(f"The source and target aliases must differ, both are '{t}'.")
     _check_clauses(spec, shape, source.schema)
-    join = KeyJoin.of(spec, shape, source.schema)
+    join = join if join is not None else KeyJoin.of(spec, shape, source.schema)
     if spec.needs_whole_target:
         if whole_target is None:
             raise ValueError("a WHEN NOT MATCHED BY SOURCE clause needs the whole target")
@@ -276,32 +277,13 @@ def _key_equality(
     part: str, target: str, shape: TableShape, source_scope: Scope
 ) -> tuple[str, Compiled] | None:
     """`target.k = <source expression>` for a record key field k (either side)."""
-    sides = equality_sides(part)
-    if sides is None:
-        return None
-    for text in (part, _swapped(part)):
-        got = equality_sides(text)
-        if got is None:
-            continue
-        (qualifier, name), other = got
+    for (qualifier, name), other in equality_sides(part):
         if qualifier == target and name in shape.key_fields:
             try:
                 return name, compile_expression(other, source_scope)
             except HoodieConfigError:
                 return None  # the other side reads target columns: a condition, not the key
     return None
-
-
-def _swapped(part: str) -> str:
-    import sqlglot
-    from sqlglot import exp
-
-    tree = sqlglot.parse_one(part, read="spark")
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    if isinstance(tree, exp.EQ):
-        return exp.EQ(this=tree.expression, expression=tree.this).sql(dialect="spark")
-    return part
 
 
 def _pairs(join: KeyJoin, shape: TableShape, source: pa.Table, target: pa.Table, t: str, s: str) -> pa.Table:

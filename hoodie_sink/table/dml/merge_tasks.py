@@ -107,7 +107,7 @@ def changes_of(plan: MergeTaskPlan, source) -> tuple[pa.Table, dict[str, int]]:
     )
     columns = needed_target_columns(plan.spec, target.shape, source.schema)
     looked_up = target.rows_of_keys(asked, columns)
-    outcome = plan_merge(plan.spec, target.shape, source, target.data(looked_up))
+    outcome = plan_merge(plan.spec, target.shape, source, target.data(looked_up), join=join)
     return target.change_rows(outcome.upserts, outcome.deletes), outcome.metrics
 
 

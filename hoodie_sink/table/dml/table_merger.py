@@ -128,7 +128,7 @@ class TableMerger:
             whole = target.rows_where(pruning, self.target_alias, columns)
             whole = _union_rows(whole, looked_up, target)
         outcome = plan_merge(spec, target.shape, source, target.data(looked_up),
-                             target.data(whole) if whole is not None else None)  # fmt: skip
+                             target.data(whole) if whole is not None else None, join)  # fmt: skip
         if outcome.inserted_identities is not None:
             target.refuse_stored_inserts(outcome.inserted_identities, asked)
         target.write(outcome.upserts, outcome.deletes)

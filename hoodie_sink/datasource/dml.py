@@ -5,6 +5,11 @@ one Spark job then gives each source row its record key, shuffles the source by 
 task decides that share's changes (`changes_of`) and writes them (`write_task`, as any unrouted
 write: each file group claimed by one task); the driver commits the tasks' results as one instant,
 or rolls the instant back if any task failed.  The source's rows never reach the driver.
+
+With WHEN NOT MATCHED BY SOURCE, tasks of their own read the stored rows those clauses may change
+(the slices the driver chose: one task per slice) and give each its record key; those rows join
+the source's in the shuffle (their columns side by side with the source's, null on the other
+side's rows), so that each writing task holds every source and stored row of its keys.
 """
 
 from __future__ import annotations
@@ -13,20 +18,23 @@ import pickle
 from collections.abc import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, BooleanType, StringType, StructField, StructType
 
 from hoodie_sink.datasource.batch_writer import task_identity
-from hoodie_sink.datasource.spark_schema import spark_to_arrow
+from hoodie_sink.datasource.spark_schema import arrow_to_spark, spark_to_arrow
 from hoodie_sink.errors import HoodieCommitStateUnknown
 from hoodie_sink.table import client
 from hoodie_sink.table.client import write_read_changes
 from hoodie_sink.table.dml import table_merger
 from hoodie_sink.table.dml.merge_plan import MergeSpec
-from hoodie_sink.table.dml.merge_tasks import MergeTaskPlan, changes_of, record_keys
+from hoodie_sink.table.dml.merge_tasks import MergeTaskPlan, changes_of, record_keys, stored_rows_of
 from hoodie_sink.table.dml.table_merger import DmlTarget
 
 KEY = "__hoodie_dml_key"
+STORED = "__hoodie_dml_stored"  # true on a stored row (WHEN NOT MATCHED BY SOURCE), false on a source row
+STORED_PREFIX = "__hoodie_stored_"  # a stored row's columns, beside the source's
 _RESULT = StructType([StructField("result", BinaryType(), False)])
 _METRICS = (
     "num_source_rows",
@@ -48,33 +56,62 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
     ).schema
     ctx = client.begin(target.config, change_schema, read_on=target.snapshot.timeline)
     sc = spark.sparkContext
-    counts = {name: sc.accumulator(0) for name in _METRICS}
+
+    stored_schema = target.rows_of_slices([], list(plan.stored_columns)).schema
+    by_source = plan.stored_slices is not None
+    source_arrow = spark_to_arrow(source.schema)
 
     def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         opened = None  # the table's settings and schema, read once per task
         for batch in batches:
             opened = opened or plan.target()
             rows = pa.Table.from_batches([batch])
-            yield from rows.append_column(KEY, record_keys(plan, rows, opened)).to_batches()
+            keys = record_keys(plan, rows, opened)
+            if by_source:
+                yield from _shuffle_rows(source_arrow, stored_schema, rows, keys, False).to_batches()
+            else:
+                yield from rows.append_column(KEY, keys).to_batches()
+
+    def stored(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        assert plan.stored_slices is not None
+        for batch in ids:
+            share = [plan.stored_slices[i] for i in batch.column(0).to_pylist()]
+            rows, keys = stored_rows_of(plan, share)
+            yield from _shuffle_rows(source_arrow, stored_schema, rows, keys, True).to_batches()
 
     def plan_and_write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = [b for b in batches if b.num_rows]
         if not rows:
             return
         share = pa.Table.from_batches(rows).drop_columns([KEY])
-        changes, metrics = changes_of(plan, share)
-        for name in _METRICS:
-            counts[name].add(metrics.get(name, 0))
+        kept = None
+        if by_source:
+            is_stored = share.column(STORED)
+            kept = _side(share.filter(is_stored), STORED_PREFIX, stored_schema)
+            share = _side(share.filter(pc.invert(is_stored)), "", source_arrow)
+        changes, metrics = changes_of(plan, share, kept)
         result = client.write_task(ctx, task_identity(), changes.to_batches())
-        yield pa.RecordBatch.from_pydict({"result": [pickle.dumps(result)]})
+        yield pa.RecordBatch.from_pydict({"result": [pickle.dumps((result, metrics))]})
 
     sc.setJobDescription(f"hoodie MERGE into {target.config.path}")
-    with_key = source.mapInArrow(
-        keyed, StructType([*source.schema.fields, StructField(KEY, StringType(), True)])
-    )
+    fields = [*source.schema.fields, StructField(KEY, StringType(), True)]
+    if by_source:
+        fields = [StructField(f.name, f.dataType, True) for f in source.schema.fields]
+        fields += [
+            StructField(STORED_PREFIX + f.name, f.dataType, True)
+            for f in arrow_to_spark(stored_schema).fields
+        ]
+        fields += [StructField(STORED, BooleanType(), False), StructField(KEY, StringType(), True)]
+    with_key = source.mapInArrow(keyed, StructType(fields))
+    if by_source:
+        assert plan.stored_slices is not None
+        n = len(plan.stored_slices)  # a scan task per slice, as a file scan has, up to a bound
+        scan = spark.range(n, numPartitions=max(1, min(n, 8 * sc.defaultParallelism)))
+        with_key = with_key.union(scan.mapInArrow(stored, StructType(fields)))
     shuffled = with_key.repartition(spark.sparkContext.defaultParallelism, KEY)
     try:
-        results = [pickle.loads(r["result"]) for r in shuffled.mapInArrow(plan_and_write, _RESULT).collect()]
+        outputs = [pickle.loads(r["result"]) for r in shuffled.mapInArrow(plan_and_write, _RESULT).collect()]
+        results = [result for result, _ in outputs]
         if sum(r.num_records for r in results):
             client.complete(ctx, results, label="merge")
         else:
@@ -84,7 +121,25 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
     except BaseException:
         client.abort(ctx)
         raise
-    return {name: counts[name].value for name in _METRICS}
+    # summed from the tasks' results, not accumulators: a retried task would count twice there
+    return {name: sum(metrics.get(name, 0) for _, metrics in outputs) for name in _METRICS}
+
+
+def _shuffle_rows(
+    source_schema: pa.Schema, stored_schema: pa.Schema, rows: pa.Table, keys: pa.Array, is_stored: bool
+) -> pa.Table:
+    """Source or stored rows as the shuffle carries both: the source's columns, the stored rows'
+    (prefixed), the side, the key; the other side's columns null."""
+    n = rows.num_rows
+    cols = [rows.column(f.name) if not is_stored else pa.nulls(n, f.type) for f in source_schema]
+    cols += [rows.column(f.name).cast(f.type) if is_stored else pa.nulls(n, f.type) for f in stored_schema]
+    names = [*source_schema.names, *(STORED_PREFIX + name for name in stored_schema.names), STORED, KEY]
+    return pa.table([*cols, pa.array([is_stored] * n, pa.bool_()), keys], names=names)
+
+
+def _side(rows: pa.Table, prefix: str, schema: pa.Schema) -> pa.Table:
+    """One side's rows back in its own names and Arrow types (Spark's round trip may widen them)."""
+    return pa.Table.from_arrays([rows.column(prefix + f.name).cast(f.type) for f in schema], schema=schema)
 
 
 table_merger.register_dataframe_merge(merge_dataframe, lambda source: isinstance(source, DataFrame))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import random
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
@@ -31,7 +33,6 @@ def test_a_dataframe_merge_matches_delta_rs(spark, tmp_path, table_type, index):
         ids = [rng.randrange(60) for _ in range(rng.randint(3, 25))]
         source = rows(rng, ids, 10 + round_)  # later than any stored ts: no ordering refusal
         on, clauses = random_merge(rng, global_keys)
-        clauses = [c for c in clauses if "by_source" not in c[0]] or [("when_matched_delete", (None,))]
         if not any(method.startswith("when_matched") for method, _ in clauses):
             source = first_of_each_key(source)
         df = spark.createDataFrame(source.to_pandas()).repartition(3)
@@ -65,8 +66,38 @@ def test_a_dataframe_merge_refuses_what_tasks_cannot_decide(spark, tmp_path):
     hoodie_sink.write(rows(random.Random(1), list(range(5)), 1), str(tmp_path / "t"), opts)
     table = hoodie_sink.Table(str(tmp_path / "t"), opts)
     df = spark.createDataFrame(rows(random.Random(2), [1, 2], 2).to_pandas())
-    with pytest.raises(HoodieConfigError, match="WHEN NOT MATCHED BY SOURCE"):
-        table.merge(df, "t.id = s.id", "s", "t").when_not_matched_by_source_delete().execute()
+    with pytest.raises(HoodieConfigError, match="inserts record key field 'id'"):
+        table.merge(df, "t.id = s.id", "s", "t").when_not_matched_insert(
+            {"id": "s.id + 100", "p": "s.p"}
+        ).execute()
+
+
+def test_not_matched_by_source_runs_in_tasks(spark, tmp_path):
+    """The stored rows no source row matches, in tasks: pruned by the clause's condition (a
+    partition), joined with the source by key; a matched row outside the pruned slices stays."""
+    opts = options("MERGE_ON_READ", "BLOOM")
+    path = str(tmp_path / "t")
+    first = rows(random.Random(1), list(range(30)), 1)
+    hoodie_sink.write(first, path, opts)
+    table = hoodie_sink.Table(path, opts)
+    kept = [r["id"] for r in first.to_pylist() if r["p"] == "b"][:2]
+    df = spark.createDataFrame(
+        first.filter(pc.is_in(first.column("id"), value_set=pa.array(kept))).to_pandas()
+    )
+    got = (
+        table.merge(df.repartition(2), "t.id = s.id", "s", "t")
+        .when_matched_update({"v": "s.v + 1000"})
+        .when_not_matched_by_source_delete("t.p = 'b'")
+        .execute()
+    )
+    expected = [
+        {**r, "v": None if r["v"] is None else r["v"] + 1000} if r["id"] in kept else r
+        for r in first.to_pylist()
+        if r["p"] != "b" or r["id"] in kept
+    ]
+    assert got["num_target_rows_updated"] == 2
+    assert got["num_target_rows_deleted"] == sum(r["p"] == "b" for r in first.to_pylist()) - 2
+    assert_table_matches(path, expected)
 
 
 def test_a_dataframe_merge_that_changes_nothing_commits_nothing_and_counts(spark, tmp_path):

@@ -67,6 +67,14 @@ class MergeSpec:
     def needs_whole_target(self) -> bool:
         return any(c.when == NOT_MATCHED_BY_SOURCE for c in self.clauses)
 
+    @property
+    def by_source_pruning(self) -> str | None:
+        """The condition that prunes the stored rows a WHEN NOT MATCHED BY SOURCE clause reads: with
+        one such clause only the rows its condition selects can change (every stored row is still
+        matched by key first); with several, none prunes."""
+        by_source = [c for c in self.clauses if c.when == NOT_MATCHED_BY_SOURCE]
+        return by_source[0].predicate if len(by_source) == 1 else None
+
 
 @dataclass(frozen=True)
 class TableShape:

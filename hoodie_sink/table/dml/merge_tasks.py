@@ -8,9 +8,13 @@ union of the tasks' changes as one instant.
 Why the result equals a one-process merge: a target row is matched only by source rows of its key,
 and all of those are in one task, so Delta's multiple-match rule and each pair's clause are
 decided there; an insert's key is its source row's key (required below), so two inserts of one key,
-and an insert of a stored key, meet in one task too.  What a task cannot see is refused on the
-driver: WHEN NOT MATCHED BY SOURCE (a target row's "no source row matched it" is a property of the
-whole source), and an insert whose key is not the ON predicate's key expression.
+and an insert of a stored key, meet in one task too.  WHEN NOT MATCHED BY SOURCE: whether a stored
+row was matched depends on the source rows of its key only (the ON predicate equates the record
+key), so the stored rows the clause may change (the
+slices its condition does not rule out, chosen by the driver) are read by tasks of their own and
+shuffled by the same key as the source: each task then holds, for its keys, every source row and
+every such stored row.  What a task cannot see is refused on the driver: an insert whose key is
+not the ON predicate's key expression.
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.dml.expressions import Scope, compile_expression
 from hoodie_sink.table.dml.merge_plan import (
     INSERT,
-    NOT_MATCHED_BY_SOURCE,
     KeyJoin,
     MergeSpec,
     needed_target_columns,
     plan_merge,
 )
-from hoodie_sink.table.dml.table_merger import DmlTarget, as_arrow_source, non_null_keys
+from hoodie_sink.table.dml.table_merger import DmlTarget, as_arrow_source, non_null_keys, union_rows
+from hoodie_sink.table.dml.target_rows import stored_keys
 from hoodie_sink.table.format.timeline.instant import Instant
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.options.write_config import WriteConfig
@@ -45,18 +49,16 @@ class MergeTaskPlan:
     spec: MergeSpec
     source_schema: pa.Schema
     read_instants: tuple[Instant, ...]  # the timeline the merge reads, pinned
+    # WHEN NOT MATCHED BY SOURCE: the slices (partition path, file id) whose stored rows the
+    # clauses may change, read by tasks of their own; None without such a clause
+    stored_slices: tuple[tuple[str, str], ...] | None = None
+    every_slice: bool = False  # stored_slices are all the table's: a task has every row of its keys
+    stored_columns: tuple[str, ...] = ()  # what the merge reads of a stored row
 
     @staticmethod
     def of(target: DmlTarget, spec: MergeSpec, source_schema: pa.Schema) -> MergeTaskPlan:
         """Checked once, on the driver: the spec compiles against the source, and nothing in it
         needs more than one task's share of the keys."""
-        by_source = [c for c in spec.clauses if c.when == NOT_MATCHED_BY_SOURCE]
-        if by_source:
-            raise HoodieConfigError(
-                f"{by_source[0].describe()}: a merge whose source is a Spark DataFrame cannot take WHEN NOT "
-                "MATCHED BY SOURCE clauses yet (whether a stored row was matched depends on the whole source). "
-                "Help: pass the source as a pyarrow Table, or delete those rows with Table.delete."
-            )
         join = KeyJoin.of(spec, target.shape, source_schema)
         for clause in spec.clauses:
             if clause.action != INSERT:
@@ -74,7 +76,14 @@ class MergeTaskPlan:
                         f"predicate's {join.source_keys[k].text!r}: in a merge that runs in tasks each task sees "
                         "the keys the ON predicate gives, so the inserted key must be that one."
                     )
-        return MergeTaskPlan(target.config, spec, source_schema, tuple(target.snapshot.timeline.instants))
+        instants = tuple(target.snapshot.timeline.instants)
+        columns = tuple(needed_target_columns(spec, target.shape, source_schema))
+        if not spec.needs_whole_target:
+            return MergeTaskPlan(target.config, spec, source_schema, instants, stored_columns=columns)
+        pruning = spec.by_source_pruning
+        slices = tuple(target.slices_where(pruning, spec.target_alias))
+        every = pruning is None or len(slices) == len(target.snapshot.file_slices())
+        return MergeTaskPlan(target.config, spec, source_schema, instants, slices, every, columns)
 
     def target(self) -> DmlTarget:
         return DmlTarget.open(self.config, None, Timeline(self.read_instants))
@@ -96,18 +105,45 @@ def record_keys(plan: MergeTaskPlan, source: pa.Table, target: DmlTarget | None 
     return pc.take(found, at)
 
 
-def changes_of(plan: MergeTaskPlan, source) -> tuple[pa.Table, dict[str, int]]:
+def stored_rows_of(plan: MergeTaskPlan, slice_ids: list[tuple[str, str]]) -> tuple[pa.Table, pa.Array]:
+    """A scan task's share of the stored rows WHEN NOT MATCHED BY SOURCE may change: the columns
+    the merge reads (with the meta columns identifying a row) of the slices named, and each row's
+    record key (what they are shuffled by, with the source)."""
+    target = plan.target()
+    rows = target.rows_of_slices(slice_ids, list(plan.stored_columns))
+    return rows, stored_keys(rows, target.lookup.stored_keygen)
+
+
+def changes_of(
+    plan: MergeTaskPlan, source, stored: pa.Table | None = None
+) -> tuple[pa.Table, dict[str, int]]:
     """The change rows of one task's source rows (all source rows of each of its keys), and its
-    metrics: what DmlTarget.write_changes writes, once every task's are together."""
+    metrics: what DmlTarget.write_changes writes, once every task's are together.  `stored`: with
+    WHEN NOT MATCHED BY SOURCE, the task's share of `stored_rows_of` (every such stored row of
+    its keys)."""
     source = as_arrow_source(source)
     target = plan.target()
     join = KeyJoin.of(plan.spec, target.shape, source.schema)
     asked = target.keygen.record_keys(
         non_null_keys(join.source_key_table(source, plan.spec.source_alias, target.shape))
     )
-    columns = needed_target_columns(plan.spec, target.shape, source.schema)
-    looked_up = target.rows_of_keys(asked, columns)
-    outcome = plan_merge(plan.spec, target.shape, source, target.data(looked_up), join=join)
+    columns = list(plan.stored_columns) or needed_target_columns(plan.spec, target.shape, source.schema)
+    whole = None
+    if plan.spec.needs_whole_target:
+        if stored is None:
+            raise ValueError("a merge with WHEN NOT MATCHED BY SOURCE needs the task's stored rows")
+        if plan.every_slice:  # the scan read every stored row of this task's keys: no look-up
+            looked_up = stored.filter(
+                pc.is_in(stored_keys(stored, target.lookup.stored_keygen), value_set=asked)
+            )
+            whole = stored
+        else:  # a matched row may sit in a slice the clause's condition pruned away
+            looked_up = target.rows_of_keys(asked, columns)
+            whole = union_rows(stored, looked_up, target)
+    else:
+        looked_up = target.rows_of_keys(asked, columns)
+    outcome = plan_merge(plan.spec, target.shape, source, target.data(looked_up),
+                         target.data(whole) if whole is not None else None, join)  # fmt: skip
     return target.change_rows(outcome.upserts, outcome.deletes), outcome.metrics
 
 

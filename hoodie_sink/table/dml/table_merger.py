@@ -35,7 +35,13 @@ from hoodie_sink.table.dml.merge_plan import (
     plan_merge,
 )
 from hoodie_sink.table.dml.skipping import skipping_predicates
-from hoodie_sink.table.dml.target_rows import KeyLookup, rows_of_keys, rows_of_predicate
+from hoodie_sink.table.dml.target_rows import (
+    KeyLookup,
+    rows_of_keys,
+    rows_of_predicate,
+    rows_of_slices,
+    slices_of_predicate,
+)
 from hoodie_sink.table.format.keygen import KeyGenerator
 from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import read_table_config
@@ -121,12 +127,8 @@ class TableMerger:
         looked_up = target.rows_of_keys(asked, columns)
         whole = None
         if spec.needs_whole_target:
-            # only a clause's rows can change: with one NOT MATCHED BY SOURCE clause, its
-            # condition's conjuncts prune files (every stored row is still matched by key first)
-            by_source = [c for c in spec.clauses if c.when == NOT_MATCHED_BY_SOURCE]
-            pruning = by_source[0].predicate if len(by_source) == 1 else None
-            whole = target.rows_where(pruning, self.target_alias, columns)
-            whole = _union_rows(whole, looked_up, target)
+            whole = target.rows_where(spec.by_source_pruning, self.target_alias, columns)
+            whole = union_rows(whole, looked_up, target)
         outcome = plan_merge(spec, target.shape, source, target.data(looked_up),
                              target.data(whole) if whole is not None else None, join)  # fmt: skip
         if outcome.inserted_identities is not None:
@@ -188,6 +190,14 @@ class DmlTarget:
         """The stored rows of the slices a condition's conjuncts do not rule out (all without one)."""
         preds = skipping_predicates(predicate, self.shape.schema, alias) if predicate else []
         return rows_of_predicate(self.snapshot, preds, columns)
+
+    def slices_where(self, predicate: str | None, alias: str | None = None) -> list[tuple[str, str]]:
+        """(partition path, file id) of the slices a condition's conjuncts do not rule out."""
+        preds = skipping_predicates(predicate, self.shape.schema, alias) if predicate else []
+        return [(sl.partition_path, sl.file_id) for sl in slices_of_predicate(self.snapshot, preds)]
+
+    def rows_of_slices(self, slice_ids: list[tuple[str, str]], columns: list[str] | None = None) -> pa.Table:
+        return rows_of_slices(self.snapshot, slice_ids, columns)
 
     def data(self, rows: pa.Table) -> pa.Table:
         """The data columns read (all of the table's, or those a merge needs), in table order."""
@@ -331,7 +341,7 @@ def non_null_keys(keys: pa.Table) -> pa.Table:
     return keys.filter(mask) if mask is not None else keys
 
 
-def _union_rows(whole: pa.Table, looked_up: pa.Table, target: DmlTarget) -> pa.Table:
+def union_rows(whole: pa.Table, looked_up: pa.Table, target: DmlTarget) -> pa.Table:
     """The pruned rows plus the looked-up ones they miss (a pruned-away row may still be matched)."""
     if not looked_up.num_rows:
         return whole

@@ -91,8 +91,23 @@ def rows_of_predicate(
     """The stored rows of every file slice that `predicates` (conjuncts of the DML's condition)
     do not rule out: partition pruning and data skipping by column statistics, as a filtered
     read does; the exact condition is the caller's."""
-    slices = skip_slices(snap.storage, snap.file_slices(), predicates, snap.metadata_stats())
-    return _read(snap, slices, columns)
+    return _read(snap, slices_of_predicate(snap, predicates), columns)
+
+
+def slices_of_predicate(snap: Snapshot, predicates: Sequence[Predicate]) -> list[FileSlice]:
+    """The file slices `predicates` do not rule out (every slice without predicates)."""
+    return skip_slices(snap.storage, snap.file_slices(), predicates, snap.metadata_stats())
+
+
+def rows_of_slices(
+    snap: Snapshot, slice_ids: Sequence[tuple[str, str]], columns: list[str] | None = None
+) -> pa.Table:
+    """The stored rows of the file slices (partition path, file id) named: one task's share of a
+    distributed scan, the slices chosen by the driver on the same pinned timeline."""
+    wanted = set(slice_ids)
+    return _read(
+        snap, [sl for sl in snap.file_slices() if (sl.partition_path, sl.file_id) in wanted], columns
+    )
 
 
 def stored_keys(rows: pa.Table, stored_keygen: KeyGenerator | None) -> pa.Array:

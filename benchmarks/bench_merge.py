@@ -9,9 +9,12 @@ picked at random across the table, half new keys.  Each MERGE is
     t.id = s.id  WHEN MATCHED THEN UPDATE SET *  WHEN NOT MATCHED THEN INSERT *
 
 run --repeats times on disjoint change sets (median reported), each followed by a check that both
-tables hold the same number of rows.
+tables hold the same number of rows.  With --spark, the same merges also run with the change set as
+a Spark DataFrame (local[2]; each change set written to Parquet once and read back, so that every
+timed merge starts from the same file scan), on a third copy of each table: one Spark job per merge
+(datasource/dml.py), against the same delta-rs figure.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_merge.py --rows 2000000
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_merge.py --rows 2000000 [--spark]
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from common import format_table, scratch_dir  # noqa: E402
+from common import SparkSettings, build_spark, format_table, scratch_dir  # noqa: E402
 
 CITIES = ("sf", "nyc", "la", "chi", "sea", "bos", "atx", "den", "mia", "pdx")
 
@@ -54,6 +57,7 @@ def main() -> None:
     ap.add_argument("--table-types", default="COPY_ON_WRITE,MERGE_ON_READ")
     ap.add_argument("--index", default="BLOOM")
     ap.add_argument("--scratch", default=None)
+    ap.add_argument("--spark", action="store_true", help="also merge each change set as a Spark DataFrame")
     args = ap.parse_args()
     with scratch_dir(args.scratch, "bench_merge") as root:
         run(args, root)
@@ -96,8 +100,17 @@ def run(args: argparse.Namespace, root: str) -> None:
     out.append({"writer": "delta-rs", "table": "Delta", "step": "merge median", "s": f"{delta_median:.2f}",
                 "runs": " ".join(f"{t:.2f}" for t in delta_times), "vs delta-rs": "1.00x"})  # fmt: skip
 
-    for table_type in args.table_types.split(","):
-        path = os.path.join(root, table_type.lower())
+    spark_sources = []
+    if args.spark:
+        spark = build_spark(SparkSettings(), "bench_merge")
+        for r, source in enumerate(sources):
+            staged = os.path.join(root, f"source-{r}.parquet")
+            spark.createDataFrame(source).write.mode("overwrite").parquet(staged)
+            spark_sources.append(spark.read.parquet(staged))
+    runs = [(t, "arrow") for t in args.table_types.split(",")]
+    runs += [(t, "spark") for t in args.table_types.split(",") if args.spark]
+    for table_type, kind in runs:
+        path = os.path.join(root, f"{table_type.lower()}-{kind}")
         shutil.rmtree(path, ignore_errors=True)
         opts = {
             "hoodie.table.name": "trips", "hoodie.datasource.write.recordkey.field": "id",
@@ -115,9 +128,9 @@ def run(args: argparse.Namespace, root: str) -> None:
             }
         )
         times = []
-        for source in sources:
+        for source in spark_sources if kind == "spark" else sources:
             started = time.perf_counter()
-            Table(path, opts).merge(
+            hoodie_sink.Table(path, opts).merge(
                 source, "t.id = s.id", source_alias="s", target_alias="t"
             ).when_matched_update_all().when_not_matched_insert_all().execute()
             times.append(time.perf_counter() - started)
@@ -125,7 +138,8 @@ def run(args: argparse.Namespace, root: str) -> None:
         if rows != delta_rows:
             raise SystemExit(f"row counts differ: ours {rows}, delta-rs {delta_rows}")
         med = statistics.median(times)
-        out.append({"writer": "hoodie_sink", "table": f"{table_type} {args.index}", "step": "merge median",
+        writer = "hoodie_sink" if kind == "arrow" else "hoodie_sink, Spark DataFrame"
+        out.append({"writer": writer, "table": f"{table_type} {args.index}", "step": "merge median",
                      "s": f"{med:.2f}", "runs": " ".join(f"{t:.2f}" for t in times),
                      "vs delta-rs": f"{med / delta_median:.2f}x"})  # fmt: skip
     print(

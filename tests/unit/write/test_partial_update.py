@@ -208,10 +208,19 @@ INDEXES = {
 
 
 def run_sequence(
-    path: Path, table_type: str, seed: int, rounds: int = 6, compact_every: int = 0, index: str = "BLOOM"
+    path: Path,
+    table_type: str,
+    seed: int,
+    rounds: int = 6,
+    compact_every: int = 0,
+    index: str = "BLOOM",
+    writer=write,
+    one_per_key: bool = False,
 ):
     """Random writes (and compactions), the table checked against the model after each; yields
-    (instant, the model's rows before, after, the keys written)."""
+    (instant, the model's rows before, after, the keys written).  `writer`: how a batch is written
+    (`write`'s arguments); `one_per_key`: a key once per batch (a writer whose tasks' order is
+    Spark's, not the model's)."""
     rng = random.Random(seed)
     mor = table_type == "MERGE_ON_READ"
     opts = {**options(table_type), **INDEXES[index]}
@@ -224,7 +233,7 @@ def run_sequence(
             victims = rng.sample(sorted(before) + ["k99"], min(len(before), 5))
             rows = [{"id": k, "p": f"p{int(k[1:]) % 2}", "_op": DELETE} for k in victims]
             schema_missing = ["ts", *OPTIONAL]
-            write(
+            writer(
                 path,
                 opts,
                 [{**r, **dict.fromkeys(["ts", *OPTIONAL])} for r in rows],
@@ -233,7 +242,9 @@ def run_sequence(
             )
         else:
             rows, missing = batch_rows(rng, keys, rng.randrange(10, 40))
-            write(path, opts, rows, missing if r else [])  # the first write sets the schema
+            if one_per_key:
+                rows = list({row["id"]: row for row in rows}.values())
+            writer(path, opts, rows, missing if r else [])  # the first write sets the schema
         instant = latest_instant(path)
         now = base_files(path)
         rewritten = {fid for fid, inst in now - seen if inst == instant}

@@ -67,12 +67,17 @@ def routed(df: DataFrame, path: str, options: Mapping[str, str], parallelism: in
             "micro-batch, on the table as that micro-batch finds it. Help: "
             "df.writeStream.foreachBatch(hoodie_sink.spark.micro_batches(path, options))."
         )
+    return routed_with_config(df, WriteConfig.from_options(options, path=path), parallelism)
+
+
+def routed_with_config(df: DataFrame, cfg: WriteConfig, parallelism: int | None = None) -> DataFrame:
+    """`routed`, for settings resolved already (the Table's MERGE routes its changes with the
+    DML's own: datasource/dml.py)."""
     if parallelism is not None and parallelism < 1:
         raise HoodieConfigError(f"route's parallelism must be at least 1, got {parallelism}.")
     # by default Spark's own: spark.sql.shuffle.partitions, coalesced by adaptive execution to
     # partitions of its advisory size (small writes then run in few tasks, large ones in many)
     shuffle = (lambda *cols: (parallelism, *cols)) if parallelism else (lambda *cols: cols)
-    cfg = WriteConfig.from_options(options, path=path)
     op = routing.check_routable(cfg)
     nonce = uuid.uuid4().hex
     ctx, fingerprint = routing.routing_context(cfg, spark_to_arrow(df.schema), nonce)

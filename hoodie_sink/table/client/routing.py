@@ -9,7 +9,7 @@ import pyarrow as pa
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.format.write_operation import APPEND, ASSIGNED, BULK, WriteOperation
 from hoodie_sink.table.options.write_config import WriteConfig
-from hoodie_sink.table.write.coordinator import routing_context
+from hoodie_sink.table.write.coordinator import route_fingerprint, routing_context
 from hoodie_sink.table.write.routing.columns import (
     ARRIVAL,
     BASE,
@@ -40,7 +40,7 @@ __all__ = [
     "BASE", "KIND", "REWRITE",
     "LOCATION_TYPE", "adds_file_groups_only", "assign_write_tasks", "location_source_columns",
     "record_locations", "check_routable", "is_routed", "plan_inserts",
-    "routing_context", "user_schema", "plan_table", "FILE_ID_SQL",
+    "route_fingerprint", "routing_context", "user_schema", "plan_table", "FILE_ID_SQL",
     "GROUP", "GROUP_SCHEMA", "record_index_groups", "with_index_group",
 ]  # fmt: skip
 

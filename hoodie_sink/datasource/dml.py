@@ -41,7 +41,7 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
     source: DataFrame = merger.source
     spark = source.sparkSession
     spec = MergeSpec(merger.predicate, merger.source_alias, merger.target_alias, tuple(merger.clauses))
-    target = DmlTarget.open(merger.config, write_read_changes)
+    target = DmlTarget.open(merger.config, write_read_changes, checkpoint=merger.checkpoint)
     plan = MergeTaskPlan.of(target, spec, spark_to_arrow(source.schema))
     change_schema = target.change_rows(
         target.shape.schema.empty_table(), target.shape.schema.empty_table()
@@ -76,7 +76,7 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
     try:
         results = [pickle.loads(r["result"]) for r in shuffled.mapInArrow(plan_and_write, _RESULT).collect()]
         if sum(r.num_records for r in results):
-            client.complete(ctx, results, label="merge")
+            client.complete(ctx, results, target.commit_extra(), label="merge")
         else:
             client.abort(ctx)  # nothing to change: no commit, as a one-process merge makes none
     except HoodieCommitStateUnknown:

@@ -21,6 +21,7 @@ import hoodie_sink.spark
 from hoodie_sink.errors import HoodieConfigError
 from hoodie_sink.table.client import micro_batches as streaming
 from hoodie_sink.table.client.table import Table
+from hoodie_sink.table.dml.table_merger import DmlTarget
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
 from hoodie_sink.table.storage import Storage
 from tests.support.tables import OCC_OPTS, assert_table_matches, streaming_batch_ids
@@ -181,3 +182,25 @@ def test_build_must_return_the_merge_unexecuted(tmp_path):
         hoodie_sink.spark.merge_micro_batches(path, lambda t, df: build(t, df).with_checkpoint("x", 1))(
             rows, 0
         )
+
+
+def test_a_dataframe_merge_whose_batch_lands_meanwhile_is_rolled_back(spark, tmp_path, monkeypatch):
+    """Two runs of one batch at once: the DataFrame merge's tasks have written when the driver finds
+    the batch committed by the other run; its instant is rolled back and it reports the skip."""
+    path = str(tmp_path / "t")
+    first = [{"id": i, "p": "a", "v": i, "ts": 1} for i in range(5)]
+    hoodie_sink.write(pa.Table.from_pylist(first, schema=SCHEMA), path, options("COPY_ON_WRITE"))
+    table = hoodie_sink.Table(path, options("COPY_ON_WRITE"))
+    other = [{"id": 1, "p": "a", "v": 100, "ts": 2, "op": "A"}]
+    original = DmlTarget.commit_extra
+
+    def other_run_first(self):
+        build(table, pa.Table.from_pylist(other, schema=CDC)).with_checkpoint("q", 1).execute()
+        return original(self)
+
+    monkeypatch.setattr(DmlTarget, "commit_extra", other_run_first)
+    df = spark.createDataFrame(pa.Table.from_pylist([{**other[0], "v": 7}], schema=CDC).to_pandas())
+    assert build(table, df).with_checkpoint("q", 1).execute()["batch_skipped"] == 1
+    assert_table_matches(path, [first[0], {"id": 1, "p": "a", "v": 101, "ts": 2}, *first[2:]])
+    assert not ActiveTimeline.load(Storage(path)).pending()
+    assert streaming_batch_ids(path) == [1]

@@ -57,7 +57,7 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
     source: DataFrame = merger.source
     spark = source.sparkSession
     spec = MergeSpec(merger.predicate, merger.source_alias, merger.target_alias, tuple(merger.clauses))
-    target = DmlTarget.open(merger.config, write_read_changes)
+    target = DmlTarget.open(merger.config, write_read_changes, checkpoint=merger.checkpoint)
     plan = MergeTaskPlan.of(target, spec, spark_to_arrow(source.schema))
     sc = spark.sparkContext
     sc.setJobDescription(f"hoodie MERGE into {target.config.path}: deciding the changes")
@@ -85,7 +85,7 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
 
         sc.setJobDescription(f"hoodie MERGE into {target.config.path}: writing")
         results = [pickle.loads(r["result"]) for r in routed.mapInArrow(write, _RESULT).collect()]
-        client.complete(ctx, results, label="merge")
+        client.complete(ctx, results, target.commit_extra(), label="merge")
     except HoodieCommitStateUnknown:
         raise
     except BaseException:

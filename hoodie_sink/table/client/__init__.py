@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeAlias
 
 import pyarrow as pa
@@ -125,20 +125,32 @@ def write(data: DataLike, path: str, options: Mapping[str, str], mode: str = "ap
     raise AssertionError("unreachable")
 
 
-def write_read_changes(cfg: WriteConfig, data: pa.Table, read_on: Timeline) -> CommitMetadata:
+# extraMetadata for a commit, asked for just before it (a stream's checkpoint map must be read
+# from the timeline as it is then); raising aborts the write.
+CommitExtra: TypeAlias = Callable[[], dict[str, str]]
+
+
+def write_read_changes(
+    cfg: WriteConfig, data: pa.Table, read_on: Timeline, extra: CommitExtra | None = None
+) -> CommitMetadata:
     """Write changes computed from the table as `read_on` showed it (the Table's MERGE, UPDATE and
     DELETE), in one process: one instant; under OCC a write completed since that read which changed
-    the same file groups is a conflict (no retry here: the changes must be computed again)."""
-    return _write_once(cfg, data.schema, data.to_batches(), read_on=read_on)
+    the same file groups is a conflict (no retry here: the changes must be computed again).
+    `extra`: what the commit adds to its extraMetadata (a micro-batch's checkpoint)."""
+    return _write_once(cfg, data.schema, data.to_batches(), read_on=read_on, extra=extra)
 
 
 def _write_once(
-    cfg: WriteConfig, schema: pa.Schema, batches, read_on: Timeline | None = None
+    cfg: WriteConfig,
+    schema: pa.Schema,
+    batches,
+    read_on: Timeline | None = None,
+    extra: CommitExtra | None = None,
 ) -> CommitMetadata:
     ctx = begin(cfg, schema, read_on=read_on)
     try:
         result = write_task(ctx, TaskIdentity(only_task=True), batches)
-        return complete(ctx, [result])
+        return complete(ctx, [result], extra() if extra is not None else None)
     except HoodieCommitStateUnknown:
         raise  # the commit may have landed: its files must stay (the next writer's rollback decides)
     except BaseException:

@@ -11,6 +11,7 @@ completed since the read and changed the same file groups fails it (nothing comm
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieConfigError, HoodieKeyError, HoodieTableError
+from hoodie_sink.table.dml.checkpoint import BatchCheckpoint, BatchCommitted
 from hoodie_sink.table.dml.expressions import Scope, compile_expression, is_true
 from hoodie_sink.table.dml.merge_plan import (
     DELETE,
@@ -55,6 +57,8 @@ from hoodie_sink.table.write.plan import keygen_config_of
 from hoodie_sink.table.write.table_setup import resolve_with_table, table_exists
 from hoodie_sink.table.write.upsert.incoming import DML_DELETE
 
+log = logging.getLogger(__name__)
+
 # How a merge whose source is an engine's DataFrame runs, and which sources it takes: the Spark
 # adapter registers itself (datasource/dml.py), so that the engine imports no engine.
 _DATAFRAME_MERGES: list[tuple[Callable[[TableMerger], dict[str, int]], Callable[[Any], bool]]] = []
@@ -68,7 +72,16 @@ def register_dataframe_merge(
 
 # How the changes are written: the write client's `write_read_changes` (the Table passes it in, so
 # that this layer does not reach up into the client): one instant, services after it as any write.
-ChangeWriter = Callable[[WriteConfig, pa.Table, Timeline], Any]
+# Its last argument, when given, is asked just before the commit for the commit's extraMetadata.
+ChangeWriter = Callable[[WriteConfig, pa.Table, Timeline, Callable[[], dict[str, str]] | None], Any]
+# What a merge whose micro-batch the table holds already returns: it read and wrote nothing.
+SKIPPED_METRICS = {
+    "num_source_rows": 0,
+    "num_target_rows_updated": 0,
+    "num_target_rows_inserted": 0,
+    "num_target_rows_deleted": 0,
+    "batch_skipped": 1,
+}
 
 
 @dataclass
@@ -83,6 +96,16 @@ class TableMerger:
     source_alias: str = "source"
     target_alias: str = "target"
     clauses: list[Clause] = field(default_factory=list)
+    checkpoint: BatchCheckpoint | None = None
+
+    def with_checkpoint(self, identifier: str, batch_id: int) -> TableMerger:
+        """Make the merge idempotent per micro-batch (`foreachBatch`; Delta's txnAppId/txnVersion):
+        when the table's checkpoint map holds `identifier` at `batch_id` or later, `execute()` writes
+        nothing and returns `batch_skipped: 1`; otherwise its one commit records `batch_id` under
+        `identifier` with its data.  A merge that changes nothing commits nothing, and so records
+        nothing: run again, it changes nothing again (docs/design/table-dml.md#exactly-once-from-a-stream)."""
+        self.checkpoint = BatchCheckpoint(identifier, batch_id)
+        return self
 
     def when_matched_update(self, updates: Mapping[str, str], predicate: str | None = None) -> TableMerger:
         return self._add(Clause(MATCHED, UPDATE, predicate, _assignments(updates)))
@@ -114,11 +137,19 @@ class TableMerger:
         return self
 
     def execute(self) -> dict[str, int]:
+        try:
+            metrics = self._execute()
+        except BatchCommitted as done:
+            log.info("hoodie: %s; the merge into %s is skipped", done, self.config.path)
+            return dict(SKIPPED_METRICS)
+        return metrics if self.checkpoint is None else {**metrics, "batch_skipped": 0}
+
+    def _execute(self) -> dict[str, int]:
         for run, accepts in _DATAFRAME_MERGES:
             if accepts(self.source):
                 return run(self)  # in the engine's tasks, one instant
         spec = MergeSpec(self.predicate, self.source_alias, self.target_alias, tuple(self.clauses))
-        target = DmlTarget.open(self.config, self.writer)
+        target = DmlTarget.open(self.config, self.writer, checkpoint=self.checkpoint)
         source = as_arrow_source(self.source)
         join = KeyJoin.of(spec, target.shape, source.schema)
         key_table = join.source_key_table(source, self.source_alias, target.shape)
@@ -148,19 +179,26 @@ class DmlTarget:
     shape: TableShape
     keygen: KeyGenerator
     lookup: KeyLookup
+    checkpoint: BatchCheckpoint | None = None
 
     @staticmethod
     def open(
-        options_cfg: WriteConfig, writer: ChangeWriter | None, read_on: Timeline | None = None
+        options_cfg: WriteConfig,
+        writer: ChangeWriter | None,
+        read_on: Timeline | None = None,
+        checkpoint: BatchCheckpoint | None = None,
     ) -> DmlTarget:
         """The table at `options_cfg.path` as its timeline shows it now, or as `read_on` showed it
-        (a task of a distributed DML reads the snapshot its driver read)."""
+        (a task of a distributed DML reads the snapshot its driver read).  With a `checkpoint`:
+        BatchCommitted when that snapshot holds the micro-batch already."""
         storage = options_cfg.storage()
         if not table_exists(storage):
             raise HoodieTableError(f"There is no Hudi table at {options_cfg.path}: nothing to merge into.")
         table = read_table_config(storage)
         cfg = resolve_with_table(options_cfg.with_(operation="upsert", dml_deletes=True), table)
         snap = Snapshot.open(storage, timeline=read_on)
+        if checkpoint is not None:
+            checkpoint.refuse_if_committed(storage, snap.timeline)
         avro = latest_schema(storage, snap.timeline, table)
         if avro is None:
             raise HoodieTableError(f"The table at {cfg.path} has no completed write yet, so no schema.")
@@ -179,7 +217,7 @@ class DmlTarget:
         keygen = KeyGenerator(keygen_config_of(cfg))
         stored = None if cfg.populate_meta_fields else keygen
         lookup = KeyLookup(index, keygen, stored, cfg.num_buckets, cfg.bucket_hash_fields)
-        return DmlTarget(cfg, writer, snap, shape, keygen, lookup)
+        return DmlTarget(cfg, writer, snap, shape, keygen, lookup, checkpoint)
 
     def rows_of_keys(self, record_keys: pa.Array, columns: list[str] | None = None) -> pa.Table:
         return rows_of_keys(self.snapshot, self.lookup, record_keys, columns)
@@ -252,7 +290,14 @@ class DmlTarget:
             return
         if self.writer is None:
             raise ValueError("this DmlTarget reads only (a task's): its changes are written by the driver")
-        self.writer(self.config, changes, self.snapshot.timeline)
+        checkpoint, storage = self.checkpoint, self.config.storage()
+        extra = None if checkpoint is None else (lambda: checkpoint.commit_extra(storage))
+        self.writer(self.config, changes, self.snapshot.timeline, extra)
+
+    def commit_extra(self) -> dict[str, str] | None:
+        """What the commit of these changes adds to its extraMetadata, asked just before it: the
+        micro-batch's checkpoint (BatchCommitted if the table holds it by now), or nothing."""
+        return None if self.checkpoint is None else self.checkpoint.commit_extra(self.config.storage())
 
 
 # ------------------------------------------------------------------------------- update, delete

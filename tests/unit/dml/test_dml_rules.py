@@ -152,9 +152,9 @@ def test_nothing_to_change_writes_no_instant(tmp_path):
 def test_a_write_between_the_read_and_the_commit_is_a_conflict_under_occ(tmp_path):
     t = table(tmp_path, extra=OCC_OPTS)
 
-    def another_writer_first(cfg, data, read_on):
+    def another_writer_first(cfg, data, read_on, extra=None):
         hoodie_sink.write(source([{**ROWS[0], "v": 77, "ts": 9}]), t.path, t.options)  # same file group
-        return write_read_changes(cfg, data, read_on)
+        return write_read_changes(cfg, data, read_on, extra)
 
     from hoodie_sink.table.dml.table_merger import update
 

@@ -21,7 +21,6 @@ from typing import Any
 from hoodie_sink.datasource.batch_writer import task_identity
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieError
 from hoodie_sink.table import client
-from hoodie_sink.table.client import write_read_changes
 from hoodie_sink.table.dml import condition_tasks
 from hoodie_sink.table.dml.condition_changes import ConditionDml
 from hoodie_sink.table.dml.condition_tasks import ConditionTaskPlan, Share, changes_of
@@ -37,7 +36,7 @@ TaskAnswer = tuple[bytes | None, dict[str, int], HoodieError | None]
 def run_condition_dml(spark: Any, cfg: WriteConfig, dml: ConditionDml) -> dict[str, int]:
     """`dml` as one Spark job and at most one instant; its metrics summed over the tasks."""
     sc = spark.sparkContext
-    target = DmlTarget.open(cfg, write_read_changes)
+    target = DmlTarget.open(cfg, None)  # the tasks write, the driver only commits
     plan, shares = ConditionTaskPlan.of(target, dml, _TASKS_PER_CORE * sc.defaultParallelism)
     if not shares:
         return {dml.metric: 0}  # every slice ruled out by statistics: no instant at all

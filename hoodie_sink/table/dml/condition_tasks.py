@@ -79,19 +79,18 @@ def changes_of(plan: ConditionTaskPlan, share: Share) -> tuple[pa.Table, dict[st
 # ------------------------------------------------------------------------ the engine that runs it
 
 ConditionJob = Callable[[Any, WriteConfig, ConditionDml], dict[str, int]]
-_JOBS: dict[str, ConditionJob] = {}
+_JOB: list[ConditionJob] = []  # the one registered, if any
 
 
 def register_condition_job(run: ConditionJob) -> None:
-    _JOBS["spark"] = run
+    _JOB[:] = [run]
 
 
 def run_in_engine(spark: Any, cfg: WriteConfig, dml: ConditionDml) -> dict[str, int]:
     """The DML as one job of `spark`'s engine (registered by its adapter)."""
-    job = _JOBS.get("spark")
-    if job is None:
+    if not _JOB:
         raise HoodieConfigError(
             "spark= needs the Spark adapter, which registers itself when imported: use hoodie_sink.Table "
             "(or import hoodie_sink.datasource.dml_conditions)."
         )
-    return job(spark, cfg, dml)
+    return _JOB[0](spark, cfg, dml)

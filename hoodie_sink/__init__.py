@@ -101,8 +101,10 @@ def record_bucket_layout(path: str, options: dict | None = None, spark=None):
 def __getattr__(name: str):
     # `hoodie_sink.Table` on first use: importing the package stays light (no pyarrow, no engine)
     if name == "Table":
-        # a merge may take a Spark DataFrame: the Spark adapter registers how (datasource/dml.py)
+        # a merge may take a Spark DataFrame, an update or delete a SparkSession: the Spark
+        # adapter registers how (datasource/dml.py, datasource/dml_conditions.py)
         import hoodie_sink.datasource.dml  # noqa: F401
+        import hoodie_sink.datasource.dml_conditions  # noqa: F401
         from hoodie_sink.table.client.table import Table as table_class
 
         return table_class

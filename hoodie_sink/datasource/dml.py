@@ -100,7 +100,7 @@ def _decided(source: DataFrame, target: DmlTarget, plan: MergeTaskPlan) -> DataF
     task adds one row with its counts (COUNTS; the other columns null), so that the counts come
     from the kept result, once per task whatever Spark retried."""
     spark = source.sparkSession
-    stored_schema = target.rows_of_slices([], list(plan.stored_columns)).schema
+    stored_schema = target.rows_of_refs([], list(plan.stored_columns)).schema
     by_source = plan.stored_slices is not None
     source_arrow = spark_to_arrow(source.schema)
     empty = target.shape.schema.empty_table()

@@ -23,7 +23,9 @@ import pyarrow as pa
 
 from hoodie_sink.errors import HoodieConfigError, HoodieTableError
 from hoodie_sink.table.client import write_read_changes
+from hoodie_sink.table.dml import condition_tasks
 from hoodie_sink.table.dml import table_merger as dml
+from hoodie_sink.table.dml.condition_changes import ConditionDml
 from hoodie_sink.table.dml.table_merger import TableMerger
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.file_group import FileGroup, FileSlice
@@ -285,17 +287,28 @@ class Table:
         updates: Mapping[str, str],
         predicate: str | None = None,
         options: Mapping[str, str] | None = None,
+        spark: Any = None,
     ) -> dict[str, int]:
         """UPDATE the rows `predicate` (SQL over the table's columns; every row without one)
-        selects, setting each column of `updates` to its SQL expression; one upsert instant."""
-        return dml.update(self.write_config(options), write_read_changes, updates, predicate)
+        selects, setting each column of `updates` to its SQL expression; one upsert instant.
+        `spark` (a SparkSession): as one Spark job, a task per file slice the condition does not
+        rule out; else in this process."""
+        return self._by_condition(dml.update_dml(updates, predicate), options, spark)
 
     def delete(
-        self, predicate: str | None = None, options: Mapping[str, str] | None = None
+        self, predicate: str | None = None, options: Mapping[str, str] | None = None, spark: Any = None
     ) -> dict[str, int]:
         """DELETE the rows `predicate` (SQL over the table's columns; every row without one)
-        selects; one upsert instant of deletes."""
-        return dml.delete(self.write_config(options), write_read_changes, predicate)
+        selects; one upsert instant of deletes.  `spark`: as for `update`."""
+        return self._by_condition(dml.delete_dml(predicate), options, spark)
+
+    def _by_condition(
+        self, change: ConditionDml, options: Mapping[str, str] | None, spark: Any
+    ) -> dict[str, int]:
+        cfg = self.write_config(options)
+        if spark is not None:
+            return condition_tasks.run_in_engine(spark, cfg, change)
+        return dml.run_condition(cfg, write_read_changes, change)
 
     # --------------------------------------------------------------------------- table services
 

@@ -49,9 +49,9 @@ class MergeTaskPlan:
     spec: MergeSpec
     source_schema: pa.Schema
     read_instants: tuple[Instant, ...]  # the timeline the merge reads, pinned
-    # WHEN NOT MATCHED BY SOURCE: the slices (partition path, file id) whose stored rows the
-    # clauses may change, read by tasks of their own; None without such a clause
-    stored_slices: tuple[tuple[str, str], ...] | None = None
+    # WHEN NOT MATCHED BY SOURCE: the slices (their read refs) whose stored rows the clauses may
+    # change, read by tasks of their own; None without such a clause
+    stored_slices: tuple[str, ...] | None = None
     every_slice: bool = False  # stored_slices are all the table's: a task has every row of its keys
     stored_columns: tuple[str, ...] = ()  # what the merge reads of a stored row
 
@@ -81,8 +81,8 @@ class MergeTaskPlan:
         if not spec.needs_whole_target:
             return MergeTaskPlan(target.config, spec, source_schema, instants, stored_columns=columns)
         pruning = spec.by_source_pruning
-        slices = tuple(target.slices_where(pruning, spec.target_alias))
-        every = pruning is None or len(slices) == len(target.snapshot.file_slices())
+        slices = tuple(target.refs_where(pruning, spec.target_alias))
+        every = pruning is None or len(slices) == len(target.refs_where(None))
         return MergeTaskPlan(target.config, spec, source_schema, instants, slices, every, columns)
 
     def target(self) -> DmlTarget:
@@ -105,12 +105,12 @@ def record_keys(plan: MergeTaskPlan, source: pa.Table, target: DmlTarget | None 
     return pc.take(found, at)
 
 
-def stored_rows_of(plan: MergeTaskPlan, slice_ids: list[tuple[str, str]]) -> tuple[pa.Table, pa.Array]:
+def stored_rows_of(plan: MergeTaskPlan, slice_refs: list[str]) -> tuple[pa.Table, pa.Array]:
     """A scan task's share of the stored rows WHEN NOT MATCHED BY SOURCE may change: the columns
     the merge reads (with the meta columns identifying a row) of the slices named, and each row's
     record key (what they are shuffled by, with the source)."""
     target = plan.target()
-    rows = target.rows_of_slices(slice_ids, list(plan.stored_columns))
+    rows = target.rows_of_refs(slice_refs, list(plan.stored_columns))
     return rows, stored_keys(rows, target.lookup.stored_keygen)
 
 

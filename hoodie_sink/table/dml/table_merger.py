@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieConfigError, HoodieKeyError, HoodieTableError
 from hoodie_sink.table.dml.checkpoint import BatchCheckpoint, BatchCommitted
-from hoodie_sink.table.dml.expressions import Scope, compile_expression, is_true
+from hoodie_sink.table.dml.condition_changes import ConditionDml
 from hoodie_sink.table.dml.merge_plan import (
     DELETE,
     INSERT,
@@ -37,13 +37,7 @@ from hoodie_sink.table.dml.merge_plan import (
     plan_merge,
 )
 from hoodie_sink.table.dml.skipping import skipping_predicates
-from hoodie_sink.table.dml.target_rows import (
-    KeyLookup,
-    rows_of_keys,
-    rows_of_predicate,
-    rows_of_slices,
-    slices_of_predicate,
-)
+from hoodie_sink.table.dml.target_rows import KeyLookup, refs_of_predicate, rows_of_keys, rows_of_refs
 from hoodie_sink.table.format.keygen import KeyGenerator
 from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.properties import read_table_config
@@ -226,16 +220,16 @@ class DmlTarget:
         self, predicate: str | None, alias: str | None = None, columns: list[str] | None = None
     ) -> pa.Table:
         """The stored rows of the slices a condition's conjuncts do not rule out (all without one)."""
-        preds = skipping_predicates(predicate, self.shape.schema, alias) if predicate else []
-        return rows_of_predicate(self.snapshot, preds, columns)
+        return self.rows_of_refs(self.refs_where(predicate, alias), columns)
 
-    def slices_where(self, predicate: str | None, alias: str | None = None) -> list[tuple[str, str]]:
-        """(partition path, file id) of the slices a condition's conjuncts do not rule out."""
+    def refs_where(self, predicate: str | None, alias: str | None = None) -> list[str]:
+        """The file slices a condition's conjuncts do not rule out (partition pruning and data
+        skipping, the snapshot's metadata statistics included), as read refs: metadata only."""
         preds = skipping_predicates(predicate, self.shape.schema, alias) if predicate else []
-        return [(sl.partition_path, sl.file_id) for sl in slices_of_predicate(self.snapshot, preds)]
+        return refs_of_predicate(self.snapshot, preds)
 
-    def rows_of_slices(self, slice_ids: list[tuple[str, str]], columns: list[str] | None = None) -> pa.Table:
-        return rows_of_slices(self.snapshot, slice_ids, columns)
+    def rows_of_refs(self, refs: list[str], columns: list[str] | None = None) -> pa.Table:
+        return rows_of_refs(self.snapshot, refs, columns)
 
     def data(self, rows: pa.Table) -> pa.Table:
         """The data columns read (all of the table's, or those a merge needs), in table order."""
@@ -308,30 +302,32 @@ def update(
 ) -> dict[str, int]:
     """UPDATE table SET updates WHERE predicate: the rows the condition selects (data skipping
     first), each assignment over the stored row; one upsert instant."""
-    if not updates:
-        raise HoodieConfigError("update() needs at least one column to set.")
-    target = DmlTarget.open(cfg, writer)
-    rows = target.data(target.rows_where(predicate))
-    spec = MergeSpec(_self_join(target.shape), "__source", "target",
-                     (Clause(NOT_MATCHED_BY_SOURCE, UPDATE, predicate, _assignments(updates)),))  # fmt: skip
-    outcome = plan_merge(spec, target.shape, rows.schema.empty_table(), rows, rows)
-    target.write(outcome.upserts, outcome.deletes)
-    return {"num_updated_rows": outcome.metrics["num_target_rows_updated"]}
+    return run_condition(cfg, writer, update_dml(updates, predicate))
 
 
 def delete(cfg: WriteConfig, writer: ChangeWriter, predicate: str | None = None) -> dict[str, int]:
     """DELETE FROM table WHERE predicate (every row without one); one upsert instant of deletes."""
+    return run_condition(cfg, writer, delete_dml(predicate))
+
+
+def update_dml(updates: Mapping[str, str], predicate: str | None = None) -> ConditionDml:
+    if not updates:
+        raise HoodieConfigError("update() needs at least one column to set.")
+    return ConditionDml(UPDATE, predicate, _assignments(updates))
+
+
+def delete_dml(predicate: str | None = None) -> ConditionDml:
+    return ConditionDml(DELETE, predicate)
+
+
+def run_condition(cfg: WriteConfig, writer: ChangeWriter, dml: ConditionDml) -> dict[str, int]:
+    """An UPDATE or DELETE in this process: the rows of the slices the condition does not rule
+    out, their changes (condition_changes.py, as each task of a distributed one decides its
+    slices'), one upsert instant."""
     target = DmlTarget.open(cfg, writer)
-    rows = target.data(target.rows_where(predicate))
-    if predicate is not None:
-        scope = Scope.of_table(target.shape.schema)
-        rows = rows.filter(is_true(rows, compile_expression(predicate, scope)))
-    target.write(target.shape.schema.empty_table(), rows)
-    return {"num_deleted_rows": rows.num_rows}
-
-
-def _self_join(shape: TableShape) -> str:
-    return " AND ".join(f"target.`{k}` = __source.`{k}`" for k in shape.key_fields)
+    outcome = dml.changes(target.shape, target.data(target.rows_where(dml.predicate)))
+    target.write(outcome.upserts, outcome.deletes)
+    return outcome.metrics
 
 
 # ------------------------------------------------------------------------------------- helpers

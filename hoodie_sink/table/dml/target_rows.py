@@ -85,29 +85,25 @@ def rows_of_keys(
     return rows.filter(pc.is_in(stored_keys(rows, lookup.stored_keygen), value_set=keys))
 
 
-def rows_of_predicate(
-    snap: Snapshot, predicates: Sequence[Predicate], columns: list[str] | None = None
-) -> pa.Table:
-    """The stored rows of every file slice that `predicates` (conjuncts of the DML's condition)
-    do not rule out: partition pruning and data skipping by column statistics, as a filtered
-    read does; the exact condition is the caller's."""
-    return _read(snap, slices_of_predicate(snap, predicates), columns)
+def refs_of_predicate(snap: Snapshot, predicates: Sequence[Predicate]) -> list[str]:
+    """Every file slice that `predicates` (conjuncts of the DML's condition) do not rule out, one
+    read ref each (`Snapshot.read_ref`'s): partition pruning and data skipping by column statistics,
+    as a filtered read does; the exact condition is the caller's.  Metadata only, so that a driver
+    can hand each slice to a task of its own."""
+    return _refs(snap, skip_slices(snap.storage, snap.file_slices(), predicates, snap.metadata_stats()))
 
 
-def slices_of_predicate(snap: Snapshot, predicates: Sequence[Predicate]) -> list[FileSlice]:
-    """The file slices `predicates` do not rule out (every slice without predicates)."""
-    return skip_slices(snap.storage, snap.file_slices(), predicates, snap.metadata_stats())
-
-
-def rows_of_slices(
-    snap: Snapshot, slice_ids: Sequence[tuple[str, str]], columns: list[str] | None = None
-) -> pa.Table:
-    """The stored rows of the file slices (partition path, file id) named: one task's share of a
-    distributed scan, the slices chosen by the driver on the same pinned timeline."""
-    wanted = set(slice_ids)
-    return _read(
-        snap, [sl for sl in snap.file_slices() if (sl.partition_path, sl.file_id) in wanted], columns
-    )
+def rows_of_refs(snap: Snapshot, refs: Sequence[str], columns: list[str] | None = None) -> pa.Table:
+    """The stored rows of the file slices `refs` names (`refs_of_predicate`'s)."""
+    if columns is not None:  # the meta columns that identify a stored row come too
+        columns = [c for c in (*IDENTITY_META, *columns) if c in snap.schema.names]
+        columns = list(dict.fromkeys(columns))
+    schema = snap.schema if columns is None else pa.schema([snap.schema.field(c) for c in columns])
+    if not refs:
+        return schema.empty_table()
+    with ThreadPoolExecutor(min(_READ_THREADS, len(refs))) as pool:
+        tables = list(pool.map(lambda ref: snap.read_ref(ref, columns), refs))
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def stored_keys(rows: pa.Table, stored_keygen: KeyGenerator | None) -> pa.Array:
@@ -118,16 +114,13 @@ def stored_keys(rows: pa.Table, stored_keygen: KeyGenerator | None) -> pa.Array:
 
 
 def _read(snap: Snapshot, slices: list[FileSlice], columns: list[str] | None = None) -> pa.Table:
-    if columns is not None:  # the meta columns that identify a stored row come too
-        columns = [c for c in (*IDENTITY_META, *columns) if c in snap.schema.names]
-        columns = list(dict.fromkeys(columns))
-    schema = snap.schema if columns is None else pa.schema([snap.schema.field(c) for c in columns])
-    refs = [_ref(snap, sl) for sl in slices if snap.merges_logs or sl.base_file is not None]
-    if not refs:
-        return schema.empty_table()
-    with ThreadPoolExecutor(min(_READ_THREADS, len(refs))) as pool:
-        tables = list(pool.map(lambda ref: snap.read_ref(ref, columns), refs))
-    return pa.concat_tables(tables, promote_options="permissive")
+    return rows_of_refs(snap, _refs(snap, slices), columns)
+
+
+def _refs(snap: Snapshot, slices: list[FileSlice]) -> list[str]:
+    """A slice's base file path, or with merged logs the slice itself; a log-only slice is read
+    only by a snapshot that merges logs (a read-optimized one has no rows there)."""
+    return [_ref(snap, sl) for sl in slices if snap.merges_logs or sl.base_file is not None]
 
 
 def _ref(snap: Snapshot, sl: FileSlice) -> str:

@@ -58,7 +58,10 @@ def merge_dataframe(merger: table_merger.TableMerger) -> dict[str, int]:
     spark = source.sparkSession
     spec = MergeSpec(merger.predicate, merger.source_alias, merger.target_alias, tuple(merger.clauses))
     target = DmlTarget.open(merger.config, write_read_changes, checkpoint=merger.checkpoint)
-    plan = MergeTaskPlan.of(target, spec, spark_to_arrow(source.schema))
+    source_schema = spark_to_arrow(source.schema)
+    if merger.merge_schema:
+        target = target.evolved_by(spec, source_schema)
+    plan = MergeTaskPlan.of(target, spec, source_schema, merger.merge_schema)
     sc = spark.sparkContext
     sc.setJobDescription(f"hoodie MERGE into {target.config.path}: deciding the changes")
     decided = _decided(source, target, plan).localCheckpoint(eager=True)

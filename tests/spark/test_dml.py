@@ -126,3 +126,27 @@ def test_a_dataframe_merge_that_changes_nothing_commits_nothing_and_counts(spark
     assert (got["num_target_rows_deleted"], got["num_target_rows_inserted"]) == (2, 1)
     assert len(writes()) == len(before) + 1
     assert sorted(r["id"] for r in data_rows(hoodie_sink.read(path))) == [0, *range(3, 10), 70]
+
+
+def test_a_dataframe_merge_adds_new_columns_with_merge_schema(spark, tmp_path):
+    """merge_schema through Spark: the deciding tasks and the route see the evolved schema; rows
+    the merge does not write read the new column as null."""
+    opts = options("MERGE_ON_READ", "BLOOM")
+    path = str(tmp_path / "t")
+    first = rows(random.Random(1), list(range(8)), 1)
+    hoodie_sink.write(first, path, opts)
+    stored = {r["id"]: r for r in first.to_pylist()}
+    changed = [{**stored[1], "v": 5, "ts": 2, "note": "a"}, {**stored[4], "v": 6, "ts": 2, "note": None},
+               {"id": 30, "p": "a", "v": 7, "s": "x", "ts": 2, "note": "c"}]  # fmt: skip
+    df = spark.createDataFrame(pa.Table.from_pylist(changed).to_pandas())
+    got = (
+        hoodie_sink.Table(path, opts)
+        .merge(df, "t.id = s.id", "s", "t", merge_schema=True)
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (got["num_target_rows_updated"], got["num_target_rows_inserted"]) == (2, 1)
+    expected = {i: {**r, "note": None} for i, r in stored.items()}
+    expected.update({r["id"]: r for r in changed})
+    assert_table_matches(path, list(expected.values()))

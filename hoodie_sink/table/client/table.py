@@ -273,14 +273,17 @@ class Table:
         source_alias: str = "source",
         target_alias: str = "target",
         options: Mapping[str, str] | None = None,
+        merge_schema: bool = False,
     ) -> TableMerger:
-        """MERGE the `source` rows (a pyarrow Table, RecordBatch or RecordBatchReader) into this
-        table, as delta-rs's `DeltaTable.merge`: `predicate` (SQL) must equate the target's record
-        key fields with source expressions; add `when_*` clauses to the returned builder, then
-        `execute()`.  One upsert instant (docs/design/table-dml.md)."""
+        """MERGE the `source` rows (a pyarrow Table, RecordBatch or RecordBatchReader, or a Spark
+        DataFrame) into this table, as delta-rs's `DeltaTable.merge`: `predicate` (SQL) must equate
+        the target's record key fields with source expressions; add `when_*` clauses to the
+        returned builder, then `execute()`.  `merge_schema`: the source's columns the table lacks
+        are added to it by `when_*_all` clauses.  One upsert instant (docs/design/table-dml.md)."""
         return TableMerger(
-            self.write_config(options), write_read_changes, source, predicate, source_alias, target_alias
-        )
+            self.write_config(options), write_read_changes, source, predicate, source_alias, target_alias,
+            merge_schema=merge_schema,
+        )  # fmt: skip
 
     def update(
         self,

@@ -54,11 +54,14 @@ class MergeTaskPlan:
     stored_slices: tuple[str, ...] | None = None
     every_slice: bool = False  # stored_slices are all the table's: a task has every row of its keys
     stored_columns: tuple[str, ...] = ()  # what the merge reads of a stored row
+    merge_schema: bool = False  # the source's new columns added (DmlTarget.evolved_by)
 
     @staticmethod
-    def of(target: DmlTarget, spec: MergeSpec, source_schema: pa.Schema) -> MergeTaskPlan:
+    def of(
+        target: DmlTarget, spec: MergeSpec, source_schema: pa.Schema, merge_schema: bool = False
+    ) -> MergeTaskPlan:
         """Checked once, on the driver: the spec compiles against the source, and nothing in it
-        needs more than one task's share of the keys."""
+        needs more than one task's share of the keys.  `target`: evolved already when `merge_schema`."""
         join = KeyJoin.of(spec, target.shape, source_schema)
         for clause in spec.clauses:
             if clause.action != INSERT:
@@ -79,14 +82,18 @@ class MergeTaskPlan:
         instants = tuple(target.snapshot.timeline.instants)
         columns = tuple(needed_target_columns(spec, target.shape, source_schema))
         if not spec.needs_whole_target:
-            return MergeTaskPlan(target.config, spec, source_schema, instants, stored_columns=columns)
+            return MergeTaskPlan(target.config, spec, source_schema, instants, stored_columns=columns,
+                                 merge_schema=merge_schema)  # fmt: skip
         pruning = spec.by_source_pruning
         slices = tuple(target.refs_where(pruning, spec.target_alias))
         every = pruning is None or len(slices) == len(target.refs_where(None))
-        return MergeTaskPlan(target.config, spec, source_schema, instants, slices, every, columns)
+        return MergeTaskPlan(
+            target.config, spec, source_schema, instants, slices, every, columns, merge_schema
+        )
 
     def target(self) -> DmlTarget:
-        return DmlTarget.open(self.config, None, Timeline(self.read_instants))
+        target = DmlTarget.open(self.config, None, Timeline(self.read_instants))
+        return target.evolved_by(self.spec, self.source_schema) if self.merge_schema else target
 
 
 def record_keys(plan: MergeTaskPlan, source: pa.Table, target: DmlTarget | None = None) -> pa.Array:

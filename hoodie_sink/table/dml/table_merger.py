@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -91,6 +91,9 @@ class TableMerger:
     target_alias: str = "target"
     clauses: list[Clause] = field(default_factory=list)
     checkpoint: BatchCheckpoint | None = None
+    # delta-rs's merge_schema: the source's columns the table lacks are added to it (nullable) by
+    # the *_all clauses; without it they are left out, as Delta leaves them
+    merge_schema: bool = False
 
     def with_checkpoint(self, identifier: str, batch_id: int) -> TableMerger:
         """Make the merge idempotent per micro-batch (`foreachBatch`; Delta's txnAppId/txnVersion):
@@ -145,6 +148,8 @@ class TableMerger:
         spec = MergeSpec(self.predicate, self.source_alias, self.target_alias, tuple(self.clauses))
         target = DmlTarget.open(self.config, self.writer, checkpoint=self.checkpoint)
         source = as_arrow_source(self.source)
+        if self.merge_schema:
+            target = target.evolved_by(spec, source.schema)
         join = KeyJoin.of(spec, target.shape, source.schema)
         key_table = join.source_key_table(source, self.source_alias, target.shape)
         asked = target.keygen.record_keys(non_null_keys(key_table))
@@ -174,6 +179,7 @@ class DmlTarget:
     keygen: KeyGenerator
     lookup: KeyLookup
     checkpoint: BatchCheckpoint | None = None
+    added: tuple[str, ...] = ()  # columns a merge_schema merge adds: no stored row has them
 
     @staticmethod
     def open(
@@ -231,9 +237,29 @@ class DmlTarget:
     def rows_of_refs(self, refs: list[str], columns: list[str] | None = None) -> pa.Table:
         return rows_of_refs(self.snapshot, refs, columns)
 
+    def evolved_by(self, spec: MergeSpec, source_schema: pa.Schema) -> DmlTarget:
+        """This target with the source's columns it lacks added (nullable, after its own), when a
+        clause takes every source column (`update_all`, `insert_all`): delta-rs's `merge_schema`.
+        The write evolves the table's schema as any write adding columns does (Hudi 0.15's rules,
+        docs/hudi/schema-evolution.md), and refuses there what they refuse, naming the column."""
+        takes_all = any(c.assignments is None and c.action in (UPDATE, INSERT) for c in spec.clauses)
+        have = set(self.shape.schema.names)
+        new = [f.with_nullable(True) for f in source_schema if f.name not in have] if takes_all else []
+        if not new:
+            return self
+        schema = pa.schema([*self.shape.schema, *new])
+        return replace(self, shape=replace(self.shape, schema=schema), added=tuple(f.name for f in new))
+
     def data(self, rows: pa.Table) -> pa.Table:
-        """The data columns read (all of the table's, or those a merge needs), in table order."""
-        return rows.select([n for n in self.shape.schema.names if n in rows.column_names])
+        """The data columns read (all of the table's, or those a merge needs), in table order; a
+        column a merge_schema merge adds is null in every stored row."""
+        out = []
+        for f in self.shape.schema:
+            if f.name in rows.column_names:
+                out.append((f.name, rows.column(f.name)))
+            elif f.name in self.added:
+                out.append((f.name, pa.nulls(rows.num_rows, f.type)))
+        return pa.table(dict(out)) if out else rows.select([])
 
     def identities(self, rows: pa.Table) -> pa.Array:
         """Each stored row's (record key, partition path), as one string."""

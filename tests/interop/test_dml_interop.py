@@ -2,7 +2,7 @@
 (issue 30): copy-on-write and merge-on-read (logs, then compaction); after every call Java's snapshot
 equals hudi-rs's and ours, and all equal delta-rs running the same calls on a Delta copy (the
 independent model, as in tests/unit/dml/test_merge_model.py).  Then Java upserts into the table and
-our next merge runs on Java's commit."""
+our next merge runs on Java's commit, and a last merge adds a column (merge_schema)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def rows(ids, ts: int, v_of=lambda i: i) -> pa.Table:
     }, schema=SCHEMA)  # fmt: skip
 
 
-def delta_rows(path) -> list[dict]:
-    return DeltaTable(str(path)).to_pyarrow_table().select(SCHEMA.names).cast(SCHEMA).to_pylist()
+def delta_rows(path, schema: pa.Schema = SCHEMA) -> list[dict]:
+    return DeltaTable(str(path)).to_pyarrow_table().select(schema.names).cast(schema).to_pylist()
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -75,3 +75,11 @@ def test_java_reads_what_merge_update_and_delete_wrote(any_java_hudi, tmp_path, 
     DeltaTable(str(delta_path)).merge(java_batch, "t.id = s.id", source_alias="s", target_alias="t") \
         .when_matched_update_all().when_not_matched_insert_all().execute()  # fmt: skip
     both(lambda t, who: t.update(updates={"v": "v + 1000", "ts": "ts + 1"}, predicate="ts = 9"))
+    # a merge that adds a column: Java reads the older rows with it null
+    wider = pa.schema([*SCHEMA, ("note", pa.string())])
+    added = rows([10, 11, 200], 20)
+    added = added.append_column("note", pa.array(["x", None, "z"])).cast(wider)
+    for target in (table, DeltaTable(str(delta_path))):
+        target.merge(added, "t.id = s.id", source_alias="s", target_alias="t", merge_schema=True) \
+            .when_matched_update_all().when_not_matched_insert_all().execute()  # fmt: skip
+    assert_readers_agree(java.read(hudi_path), hudi_path, delta_rows(delta_path, wider))

@@ -7,6 +7,8 @@ Hudi's input formats, the Parquet serde with the table's path, Spark's data sour
 from __future__ import annotations
 
 import dataclasses
+import socket
+import threading
 
 import pytest
 
@@ -203,3 +205,26 @@ def test_a_second_uri_is_tried_when_the_first_is_down(hive_metastore):
     down = f"thrift://127.0.0.1:{free_port()}"
     with HiveMetastoreClient(f"{down},{hive_metastore.uri}", timeout_s=5) as client:
         assert "default" in client.list_databases()
+
+
+def test_a_metastore_that_hangs_up_is_named_in_the_error():
+    """A server that accepts the connection and closes it (a metastore dying mid-call): the call
+    fails naming the URI, and the client reconnects for the next one."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        uri = f"thrift://127.0.0.1:{server.getsockname()[1]}"
+
+        def hang_up() -> None:
+            for _ in range(2):
+                conn, _addr = server.accept()
+                conn.close()
+
+        thread = threading.Thread(target=hang_up, daemon=True)
+        thread.start()
+        client = HiveMetastoreClient(uri, timeout_s=5)
+        for _ in range(2):
+            with pytest.raises(HoodieCatalogError, match=rf"Hive metastore {uri}: list databases failed"):
+                client.list_databases()
+        thread.join(timeout=5)
+        client.close()

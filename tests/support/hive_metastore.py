@@ -156,8 +156,8 @@ def hive_metastore(tmp_path_factory):
         pytest.skip("HOODIE_INTEROP=0: the Hive metastore (set up with the interop tier) is switched off")
     if not (fetch_jars.metastore_home(VERSION) / ".unpacked").exists():
         pytest.fail(
-            f"Hive metastore {VERSION} not fetched (no {fetch_jars.metastore_home(VERSION)}): "
-            "run the tests with ./run.sh test",
+            f"Hive metastore {VERSION} not fetched (no {fetch_jars.metastore_home(VERSION)}): run the "
+            f"tests with ./run.sh test, or python3 tests/interop/fetch_jars.py hive-metastore-{VERSION}",
             pytrace=False,
         )
     server = start(tmp_path_factory.mktemp("hive-metastore"))

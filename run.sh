@@ -73,7 +73,9 @@ ensure_venv() {
 
 # The interop tier (tests/interop/) runs Apache Hudi itself: its Spark bundles need a Spark of
 # their own (pyspark 3.5.1 in a separate virtualenv) and the bundle jars from Maven Central, all
-# kept in $HOODIE_INTEROP_HOME (default ~/.cache/hoodie_sink). HOODIE_INTEROP=0 skips the tier.
+# kept in $HOODIE_INTEROP_HOME (default ~/.cache/hoodie_sink). The catalog tests' Hive metastore
+# (Apache Hive's standalone metastore 3.1.3 and the Hadoop jars it needs, ~110 MB, see
+# tests/support/hive_metastore.py) is fetched with them. HOODIE_INTEROP=0 skips the tier and them.
 INTEROP_HOME=${HOODIE_INTEROP_HOME:-$HOME/.cache/hoodie_sink}
 
 ensure_interop() {
@@ -89,9 +91,9 @@ ensure_interop() {
       say "interop tier: could not install pyspark 3.5.1; its tests will fail and say why"
     fi
   fi
-  say "interop tier: Apache Hudi's bundle jars in $INTEROP_HOME (fetched from Maven Central when missing)"
+  say "interop tier: Apache Hudi's bundle jars and the Hive metastore in $INTEROP_HOME (fetched from Maven Central when missing)"
   HOODIE_INTEROP_HOME="$INTEROP_HOME" "$PY" tests/interop/fetch_jars.py >/dev/null \
-    || say "interop tier: could not fetch the Hudi bundles; its tests will fail and say why"
+    || say "interop tier: could not fetch the Hudi bundles or the Hive metastore; their tests will fail and say why"
 }
 
 cmd=${1:-}

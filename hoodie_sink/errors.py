@@ -46,3 +46,11 @@ class HoodieCommitStateUnknown(HoodieError):
 
     Never delete written files on this error: the next writer's rollback decides.
     """
+
+
+class HoodieCatalogError(HoodieError):
+    """A catalog (Hive metastore) call failed: the metastore is unreachable, or refused the call.
+
+    The message names the metastore's URI and the call.  A catalog sync runs after the data
+    commit, which this error never undoes.
+    """

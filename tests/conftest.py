@@ -96,7 +96,7 @@ def pytest_unconfigure(config):
 # run in one worker: tests/spark (the shared Spark session) and tests/interop (Apache Hudi's
 # JVMs, which live for the whole session) are a group each, so each starts its JVMs once; the
 # unit tests (no JVM) go to whichever worker is free. Without xdist the marks change nothing.
-_JVM_GROUPS = ("spark", "interop")
+_JVM_GROUPS = ("spark", "interop", "catalog")
 
 
 def _jvm_group(nodeid: str) -> str | None:

@@ -2,13 +2,15 @@
 folders of `hoodie_sink/table/` depend on each other in one direction only:
 
     storage, storage_options, lru_cache, arrow_util, metrics
-        <-  format  <-  service_lock  <-  metadata  <-  options  <-  index  <-  read  <-  write
-        <-  services  <-  client
+        <-  format  <-  service_lock  <-  metadata  <-  options  <-  index, catalog  <-  read
+        <-  write  <-  services  <-  client
 
 (`service_lock` serialises the runners of one table service, the metadata table's writers too;
 `metadata` keeps Hudi's metadata table in step with the data timeline: it writes the format and
 is called by the write path and the services; `options` parses the write and read options into
 typed configs: it may use the format's value types, and the format never reads an option;
+`catalog` registers tables in a Hive metastore: it may read the format and the options, and what
+runs after a commit (write, services, client) may call it;
 `errors`, outside `table/`, may be used by all of them; `cli/` and `datasource/` reach the engine
 through `client`, never `format` or `write`.)  Imports are read from
 the source with `ast`, function-level ones included, so a late import cannot hide a circle.
@@ -26,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hoodie_sink"
 # layer of each room of table/; a module may import its own layer and lower ones
 LAYERS = {
     "storage": 0, "storage_options": 0, "lru_cache": 0, "arrow_util": 0, "metrics": 0,
-    "format": 1, "service_lock": 2, "metadata": 3, "options": 4, "index": 5, "read": 6, "write": 7,
+    "format": 1, "service_lock": 2, "metadata": 3, "options": 4, "index": 5, "catalog": 5, "read": 6, "write": 7,
     "services": 8, "dml": 9, "client": 10,
 }  # fmt: skip
 

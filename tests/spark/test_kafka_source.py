@@ -15,30 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
-from tests.support import kafka_setup
-from tests.support.kafka_broker import KafkaBroker
 from tests.support.tables import hudi_rs_read
 
 REPO = Path(__file__).resolve().parents[2]
 TOPIC = "events"
 PARTITIONS = 3
 FIRST, SECOND = 300, 120  # messages before and after the broker's restart
-
-
-@pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory):
-    """One broker for the session; its folder (log: broker.log) stays in pytest's temp folder."""
-    if os.environ.get("HOODIE_INTEROP") == "0":
-        pytest.skip("HOODIE_INTEROP=0: the tiers fetched from Maven Central are switched off")
-    missing = kafka_setup.missing()
-    if missing:
-        pytest.fail(f"Kafka tests not set up ({missing}): run the tests with ./run.sh test", pytrace=False)
-    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
-    broker.start()
-    yield broker
-    broker.close()
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, timeout: float) -> dict:

@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+
 from tests.support import kafka_setup
 
 START_TIMEOUT_S = 90.0
@@ -38,6 +40,21 @@ logger.server.level = INFO
 logger.controller.name = org.apache.kafka.controller
 logger.controller.level = INFO
 """
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """One broker for the test session (its folder, with broker.log, stays in pytest's temp folder);
+    a test that needs its own topics names them itself. tests/spark/conftest.py offers it."""
+    if os.environ.get("HOODIE_INTEROP") == "0":
+        pytest.skip("HOODIE_INTEROP=0: the tiers fetched from Maven Central are switched off")
+    missing = kafka_setup.missing()
+    if missing:
+        pytest.fail(f"Kafka tests not set up ({missing}): run the tests with ./run.sh test", pytrace=False)
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
+    broker.start()
+    yield broker
+    broker.close()
 
 
 def free_port() -> int:

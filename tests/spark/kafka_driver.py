@@ -94,15 +94,13 @@ def run(spark, bootstrap: str, topic: str, table: str, ckpt: str, control: Path)
 def main(argv: list[str]) -> None:
     from pyspark.sql import SparkSession
 
-    import hoodie_sink
-
     bootstrap, topic, table, ckpt, control = argv
     b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2"))  # fmt: skip
+         .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.ui.showConsoleProgress", "false"))  # fmt: skip
     for k, v in kafka_setup.spark_kafka_conf().items():
         b = b.config(k, v)
     spark = b.getOrCreate()
-    hoodie_sink.register(spark)
     run(spark, bootstrap, topic, table, ckpt, Path(control))
     spark.stop()
 

@@ -23,13 +23,18 @@ PARTITIONS = 3
 FIRST, SECOND = 300, 120  # messages before and after the broker's restart
 
 
+def _tail(proc: subprocess.Popen) -> str:
+    """The end of the driver's log (a file, not a pipe: a pipe nobody reads would block the driver
+    once Spark and the Kafka client have logged 64 KiB, as they may while the broker is down)."""
+    log = Path(proc.args[-1]).parent / "driver.log"
+    return f"--- {log} ---\n" + log.read_text(errors="replace")[-4000:]
+
+
 def _wait_for(path: Path, proc: subprocess.Popen, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if proc.poll() is not None:
-            raise AssertionError(
-                f"the driver ended before writing {path.name}:\n{proc.stdout.read()[-4000:]}"
-            )
+            raise AssertionError(f"the driver ended before writing {path.name}:\n{_tail(proc)}")
         if time.monotonic() > deadline:
             raise AssertionError(f"no {path.name} after {timeout:.0f} s")
         time.sleep(0.2)
@@ -48,7 +53,7 @@ def _wait_rows(path: Path, n: int, proc: subprocess.Popen, timeout: float) -> No
         if got >= n:
             return
         if proc.poll() is not None:
-            raise AssertionError(f"the driver ended at {got} rows:\n{proc.stdout.read()[-4000:]}")
+            raise AssertionError(f"the driver ended at {got} rows:\n{_tail(proc)}")
         time.sleep(0.5)
     raise AssertionError(f"{got} rows in the table after {timeout:.0f} s, expected {n}")
 
@@ -67,8 +72,8 @@ def test_kafka_topic_into_hoodie_through_a_broker_restart(kafka_broker, tmp_path
     control.mkdir()
     cmd = [sys.executable, "-m", "tests.spark.kafka_driver", broker.bootstrap, TOPIC, str(table),
            str(tmp_path / "ckpt"), str(control)]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    with open(tmp_path / "driver.log", "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
     try:
         # batch reads: every message, in its partition at its offset; a per-partition range
         batch = _wait_for(control / "batch.json", proc, 180)
@@ -93,7 +98,7 @@ def test_kafka_topic_into_hoodie_through_a_broker_restart(kafka_broker, tmp_path
         stopped = _wait_for(control / "stopped.json", proc, 60)
         assert stopped["error"] is None
         proc.wait(60)
-        assert proc.returncode == 0, proc.stdout.read()[-4000:]
+        assert proc.returncode == 0, _tail(proc)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -4,7 +4,7 @@
 #   ./run.sh test   the whole test suite
 # Set-up: Java 17 (apt-get, when missing), a virtualenv in .venv with the package (what the demo
 # needs); for the tests also the test extras (pyproject.toml) and the interop tier (Apache Hudi's
-# Spark bundles, see ensure_interop).
+# Spark bundles, see ensure_interop; Kafka's broker and Spark's Kafka source, see ensure_kafka).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -96,6 +96,16 @@ ensure_interop() {
     || say "interop tier: could not fetch the Hudi bundles or the Hive metastore; their tests will fail and say why"
 }
 
+# The Kafka tests (tests/spark/test_kafka_source.py): Apache Kafka's broker and Spark's Kafka source
+# with their dependencies, resolved from Maven Central by Ivy (pyspark's) into $INTEROP_HOME
+# (tests/support/kafka_setup.py). After ensure_venv: it runs with the virtualenv's pyspark.
+ensure_kafka() {
+  [ "${HOODIE_INTEROP:-1}" = "0" ] && return 0
+  say "Kafka tests: Apache Kafka's broker and Spark's Kafka source in $INTEROP_HOME (fetched from Maven Central when missing)"
+  HOODIE_INTEROP_HOME="$INTEROP_HOME" "$VENV/bin/python" tests/support/kafka_setup.py >/dev/null \
+    || say "Kafka tests: could not fetch Kafka or Spark's Kafka source; those tests will fail and say why"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -104,7 +114,7 @@ case "$cmd" in
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m hoodie_sink.demo "$@" ;;
   test)
-    ensure_java; ensure_venv test; ensure_interop
+    ensure_java; ensure_venv test; ensure_interop; ensure_kafka
     export HOODIE_INTEROP_HOME="$INTEROP_HOME"
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     # two pytest-xdist workers: the unit tests (no JVM) run beside the Spark and interop groups,

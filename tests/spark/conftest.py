@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.kafka_broker import kafka_broker  # noqa: F401 - the Kafka tests' broker
+
 
 @pytest.fixture
 def spark(spark_session):

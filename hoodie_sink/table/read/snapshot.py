@@ -102,10 +102,15 @@ class Snapshot:
     def merge_rule(self) -> MergeRule:
         return MergeRule.of_table(self.table)
 
+    @functools.cached_property
+    def _view(self) -> FileSystemView:
+        # the timeline is fixed, so the view is too: listed once however often it is asked (a LIST
+        # per partition on object storage; a DML's key lookup asks for slices and base files)
+        return FileSystemView.load(self.storage, self.timeline)
+
     def file_slices(self, partition_filter: Callable[[str], bool] | None = None) -> list[FileSlice]:
         """The latest file slice of every file group (merge-on-read snapshot reads)."""
-        view = FileSystemView.load(self.storage, self.timeline)
-        return view.read_slices(self.instant, partition_filter)
+        return self._view.read_slices(self.instant, partition_filter)
 
     def read_refs(self, partition_filter: Callable[[str], bool] | None = None) -> list[str]:
         """What this snapshot's read tasks read, one string each: a base file's path, or with
@@ -133,8 +138,7 @@ class Snapshot:
         return metadata_file_stats(self.storage, self.timeline, self.schema)
 
     def base_files(self, partition_filter: Callable[[str], bool] | None = None) -> list[BaseFile]:
-        view = FileSystemView.load(self.storage, self.timeline)
-        return sorted(view.latest_base_files(self.instant, partition_filter))
+        return sorted(self._view.latest_base_files(self.instant, partition_filter))
 
     def read_file(self, bf: BaseFile, columns: list[str] | None = None) -> pa.Table:
         return read_base_file(self.storage, bf.path, self.schema, columns)

@@ -1,9 +1,11 @@
 """What Apache Hudi 0.15's own hive sync (mode hms) registers in a real metastore: the target our
 sync will be compared with (docs/hudi/hive-sync.md).
 
-Java writes with `hoodie.datasource.hive_sync.*` pointed at the test metastore (Hive 3.1.3, which
-Spark 3.5's Hive 2.3 client talks to), and the tables, their storage and properties and their
-partitions are read back through our client (hoodie_sink/table/catalog/hms_client.py).
+Java (`java_local`: the tables are Java's own, timeline zone LOCAL; tests/interop/conftest.py says
+why such tables need a JVM of their own) writes with `hoodie.datasource.hive_sync.*` pointed at
+the test metastore (Hive 3.1.3, which Spark 3.5's Hive 2.3 client talks to), and the tables,
+their storage and properties and their partitions are read back through our client
+(hoodie_sink/table/catalog/hms_client.py).
 """
 
 from __future__ import annotations
@@ -90,17 +92,15 @@ def _assert_hudi_shape(
     }
 
 
-def _last_commit(java_hudi, path) -> str:
-    return max(
-        t for t, action, _state in java_hudi.timeline(str(path)) if action in ("commit", "deltacommit")
-    )
+def _last_commit(java, path) -> str:
+    return max(t for t, action, _state in java.timeline(str(path)) if action in ("commit", "deltacommit"))
 
 
-def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_hudi, hive_metastore, tmp_path):  # noqa: F811
+def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_local, hive_metastore, tmp_path):  # noqa: F811
     path = tmp_path / "trips"
     opts = _options("trips", "COPY_ON_WRITE", hive_metastore.uri, "java_cow")
-    java_hudi.write(path, _rows([1, 2], "berlin", 1), opts)
-    java_hudi.write(path, _rows([3], "paris", 2), opts)
+    java_local.write(path, _rows([1, 2], "berlin", 1), opts)
+    java_local.write(path, _rows([3], "paris", 2), opts)
 
     with hive_metastore.client() as client:
         database = client.get_database("java_cow")
@@ -108,7 +108,7 @@ def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_hudi
         assert client.list_tables("java_cow") == ["trips"]
         table = client.get_table("java_cow", "trips")
         assert table is not None
-        last = _last_commit(java_hudi, path)
+        last = _last_commit(java_local, path)
         _assert_hudi_shape(
             table, str(path), input_format=PARQUET_INPUT, read_optimized=False, last_commit=last
         )
@@ -117,13 +117,13 @@ def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_hudi
     assert [p.location.rstrip("/").endswith(f"{path}/city={p.values[0]}") for p in parts] == [True, True]
 
 
-def test_java_registers_a_merge_on_read_table_three_times(java_hudi, hive_metastore, tmp_path):  # noqa: F811
+def test_java_registers_a_merge_on_read_table_three_times(java_local, hive_metastore, tmp_path):  # noqa: F811
     path = tmp_path / "rides"
     opts = _options("rides", "MERGE_ON_READ", hive_metastore.uri, "java_mor")
-    java_hudi.write(path, _rows([1, 2], "berlin", 1), opts)
-    java_hudi.write(path, _rows([1], "berlin", 2), opts)  # an update: a log file
+    java_local.write(path, _rows([1, 2], "berlin", 1), opts)
+    java_local.write(path, _rows([1], "berlin", 2), opts)  # an update: a log file
 
-    last = _last_commit(java_hudi, path)
+    last = _last_commit(java_local, path)
     with hive_metastore.client() as client:
         assert sorted(client.list_tables("java_mor")) == ["rides", "rides_ro", "rides_rt"]
         shapes = {

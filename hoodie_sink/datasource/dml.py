@@ -105,7 +105,7 @@ def _decided(source: DataFrame, target: DmlTarget, plan: MergeTaskPlan) -> DataF
     spark = source.sparkSession
     stored_schema = target.rows_of_refs([], list(plan.stored_columns)).schema
     by_source = plan.stored_slices is not None
-    source_arrow = spark_to_arrow(source.schema)
+    source_arrow = plan.source_schema  # the source's Arrow schema, derived once by the driver
     empty = target.shape.schema.empty_table()
     change_schema = target.change_rows(empty, empty).schema
     out_schema = pa.schema([*(f.with_nullable(True) for f in change_schema), pa.field(COUNTS, pa.binary())])

@@ -10,11 +10,10 @@ and all of those are in one task, so Delta's multiple-match rule and each pair's
 decided there; an insert's key is its source row's key (required below), so two inserts of one key,
 and an insert of a stored key, meet in one task too.  WHEN NOT MATCHED BY SOURCE: whether a stored
 row was matched depends on the source rows of its key only (the ON predicate equates the record
-key), so the stored rows the clause may change (the
-slices its condition does not rule out, chosen by the driver) are read by tasks of their own and
-shuffled by the same key as the source: each task then holds, for its keys, every source row and
-every such stored row.  What a task cannot see is refused on the driver: an insert whose key is
-not the ON predicate's key expression.
+key), so the stored rows the clause may change (the slices its condition does not rule out,
+chosen by the driver) are read by tasks of their own and shuffled by the same key as the source:
+each task then holds, for its keys, every source row and every such stored row.  What a task
+cannot see is refused on the driver: an insert whose key is not the ON predicate's key expression.
 """
 
 from __future__ import annotations
@@ -134,7 +133,7 @@ def changes_of(
     asked = target.keygen.record_keys(
         non_null_keys(join.source_key_table(source, plan.spec.source_alias, target.shape))
     )
-    columns = list(plan.stored_columns) or needed_target_columns(plan.spec, target.shape, source.schema)
+    columns = list(plan.stored_columns)  # MergeTaskPlan.of derived them once, on the driver
     whole = None
     if plan.spec.needs_whole_target:
         if stored is None:

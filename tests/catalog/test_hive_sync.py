@@ -16,8 +16,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.errors import HoodieCatalogError, HoodieConfigError
 from hoodie_sink.table.catalog.hive_sync import HoodieMetaSyncError, sync_table
+from hoodie_sink.table.catalog.hms_client import HiveMetastoreClient
 from hoodie_sink.table.client import write
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
 from hoodie_sink.table.storage import Storage
@@ -245,3 +246,31 @@ def test_sync_options_we_do_not_implement_are_refused_before_writing(tmp_path, e
     with pytest.raises(HoodieConfigError, match=message):
         write(_rows([1], "berlin"), str(tmp_path / "t"), opts)
     assert not (tmp_path / "t" / ".hoodie").exists()
+
+
+class _FailingPartitions(HiveMetastoreClient):
+    """A metastore connection whose partition calls fail, as a metastore that goes away mid-sync."""
+
+    def add_partitions(self, table, partitions):
+        raise HoodieCatalogError("metastore gone")
+
+
+def test_a_sync_cut_short_moves_no_marker_and_the_next_one_finishes_it(hive_metastore, tmp_path):
+    path = tmp_path / "trips"
+    plain = {k: v for k, v in _options(hive_metastore.uri, "x").items() if "sync" not in k}
+    sync = {"hoodie.datasource.hive_sync.metastore.uris": hive_metastore.uri,
+            "hoodie.datasource.hive_sync.database": "ours_cut"}  # fmt: skip
+    write(_rows([1], "berlin"), str(path), plain)
+    sync_table(str(path), sync)
+    write(_rows([2], "paris"), str(path), plain)
+    before = _last_commit(path)
+    write(_rows([3], "rome"), str(path), plain)
+    with pytest.raises(HoodieCatalogError, match="metastore gone"):
+        sync_table(str(path), sync, client_factory=_FailingPartitions)
+    with hive_metastore.client() as client:  # the table was checked, its marker not moved
+        assert client.get_table("ours_cut", "trips").parameters["last_commit_time_sync"] < before
+        _assert_partitions(client, "ours_cut", "trips", path, {"berlin"})
+    sync_table(str(path), sync)
+    with hive_metastore.client() as client:
+        _assert_partitions(client, "ours_cut", "trips", path, {"berlin", "paris", "rome"})
+        assert client.get_table("ours_cut", "trips").parameters["last_commit_time_sync"] == _last_commit(path)

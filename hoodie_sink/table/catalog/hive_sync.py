@@ -163,10 +163,15 @@ def _sync_one(
     registered = client.get_table(r.database, synced.name)
     created = altered = False
     if registered is None:
-        client.create_table(wanted)
-        registered = wanted
-        created = True
-    else:
+        try:
+            client.create_table(wanted)
+            registered, created = wanted, True
+        except HoodieCatalogError:
+            # another writer of the table may have created it since we looked: take theirs
+            registered = client.get_table(r.database, synced.name)
+            if registered is None:
+                raise
+    if not created:
         _check_same_table(registered, wanted)
         if definition_differs(registered, wanted):
             # a schema change reaches the partitions too (their own column lists): CASCADE

@@ -274,3 +274,28 @@ def test_a_sync_cut_short_moves_no_marker_and_the_next_one_finishes_it(hive_meta
     with hive_metastore.client() as client:
         _assert_partitions(client, "ours_cut", "trips", path, {"berlin", "paris", "rome"})
         assert client.get_table("ours_cut", "trips").parameters["last_commit_time_sync"] == _last_commit(path)
+
+
+def test_partitions_with_characters_hive_escapes_are_found_again(hive_metastore, tmp_path):
+    """An incremental sync looks partitions up by Hive's escaped names: a commit into existing
+    partitions with odd values adds nothing, a new one is added once."""
+    path = tmp_path / "trips"
+    plain = {k: v for k, v in _options(hive_metastore.uri, "x").items() if "sync" not in k}
+    sync = {"hoodie.datasource.hive_sync.metastore.uris": hive_metastore.uri,
+            "hoodie.datasource.hive_sync.database": "ours_odd"}  # fmt: skip
+    odd = ["a b", "x:y", "p%q", "u=v", "s#t", "Grüße", "q?"]
+    for i, city in enumerate(odd):
+        write(_rows([i], city), str(path), plain)
+    first = sync_table(str(path), sync)
+    assert first.tables[0].partitions_added == len(odd)
+    for i, city in enumerate(odd):
+        write(_rows([i], city, 2), str(path), plain)  # updates in place
+    write(_rows([99], "new one"), str(path), plain)
+    again = sync_table(str(path), sync)
+    assert (again.tables[0].full, again.tables[0].partitions_added, again.tables[0].partitions_altered) == (
+        False,
+        1,
+        0,
+    )
+    with hive_metastore.client() as client:
+        assert sorted(v for (v,) in _partitions(client, "ours_odd", "trips")) == sorted([*odd, "new one"])

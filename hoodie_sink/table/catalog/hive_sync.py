@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from hoodie_sink.errors import HoodieCatalogError
-from hoodie_sink.table.catalog.hms_client import HiveDatabase, HiveMetastoreClient, HiveTable
+from hoodie_sink.table.catalog.hms_client import HiveDatabase, HiveMetastoreClient, HiveTable, partition_name
 from hoodie_sink.table.catalog.sync_plan import (
     AUTO_CREATED_DATABASE,
     LAST_COMMIT_COMPLETION_TIME_SYNC,
@@ -33,6 +33,7 @@ from hoodie_sink.table.catalog.sync_plan import (
     columns_differ,
     definition_differs,
     partition_changes,
+    partition_values,
     resolve,
     same_location,
     synced_tables,
@@ -182,7 +183,7 @@ def _sync_one(
     since_completed = registered.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC, "") if not created else ""
     full = created or not r.config.incremental or not since or _archived_past(timeline, since)
     if full:
-        changes = _full_changes(client, r, synced, snapshot)
+        changes = _full_changes(client, r, synced, snapshot, registered_none=created)
     else:
         assert since is not None
         changes = _incremental_changes(
@@ -235,10 +236,17 @@ def _archived_past(timeline: ActiveTimeline, since: str) -> bool:
 
 
 def _full_changes(
-    client: HiveMetastoreClient, r: ResolvedSync, synced: SyncedTable, snapshot: Snapshot
+    client: HiveMetastoreClient,
+    r: ResolvedSync,
+    synced: SyncedTable,
+    snapshot: Snapshot,
+    registered_none: bool,
 ) -> PartitionChanges:
     live = {sl.partition_path for sl in snapshot.file_slices()} if r.partition_fields else set()
-    registered = client.list_partitions(r.database, synced.name) if r.partition_fields else []
+    # a table just created has no partitions to list
+    registered = (
+        client.list_partitions(r.database, synced.name) if r.partition_fields and not registered_none else []
+    )
     return partition_changes(r, registered, live, (), full=True)
 
 
@@ -260,7 +268,13 @@ def _incremental_changes(
     written: set[str] = set()
     replaced: set[str] = set()
     for instant in timeline.completed(WRITE_ACTIONS):
-        late = bool(since_completed) and completion.get(instant.timestamp, "") >= since_completed
+        # completed at or after the last sync's latest completion: maybe unseen then (equal
+        # modification times are ambiguous), except the marker's own instant, which it names
+        late = (
+            bool(since_completed)
+            and completion.get(instant.timestamp, "") >= since_completed
+            and instant.timestamp != since
+        )
         if instant.timestamp <= since and not late:
             continue
         md = timeline.commit_metadata(instant)
@@ -277,7 +291,14 @@ def _incremental_changes(
         live = {sl.partition_path for sl in snapshot.file_slices(lambda p: p in candidates)}
         gone = candidates - live
         written &= live
-    registered = client.list_partitions(r.database, synced.name)
+    # only the partitions in question, by name: a table's thousands of others stay in the metastore
+    keys = list(r.partition_fields)
+    names = sorted({partition_name(keys, partition_values(r, rel)) for rel in written | gone})
+    registered = []
+    for start in range(0, len(names), r.config.batch_num):
+        registered += client.partitions_by_names(
+            r.database, synced.name, names[start : start + r.config.batch_num]
+        )
     return partition_changes(r, registered, written, gone, full=False)
 
 

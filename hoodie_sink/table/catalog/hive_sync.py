@@ -1,6 +1,6 @@
-"""Catalog sync: register a Hudi table in a Hive metastore (or AWS Glue through its metastore API)
-the way Apache Hudi 0.15's HiveSyncTool does in mode hms, so that Trino, Hive, Athena and Spark find
-it by name and read it as a Hudi table (docs/hudi/hive-sync.md).
+"""Catalog sync: register a Hudi table in a Hive metastore (Thrift) the way Apache Hudi 0.15's
+HiveSyncTool does in mode hms, so that Trino, Hive and Spark find it by name and read it as a Hudi
+table (docs/hudi/hive-sync.md).
 
 It runs in the committing process after every commit when `hoodie.datasource.meta.sync.enable`
 (client.complete), and as `hoodie-sink sync`.  It is metadata work only: the new commits' metadata

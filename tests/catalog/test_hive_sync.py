@@ -299,3 +299,33 @@ def test_partitions_with_characters_hive_escapes_are_found_again(hive_metastore,
     )
     with hive_metastore.client() as client:
         assert sorted(v for (v,) in _partitions(client, "ours_odd", "trips")) == sorted([*odd, "new one"])
+
+
+def test_date_paths_of_a_timestamp_key_and_several_partition_fields(hive_metastore, tmp_path):
+    """SinglePartPartitionValueExtractor on a timestamp key generator's `yyyy/MM/dd` paths (a
+    string key: the value is a date, not the column's epoch millis) and MultiPartKeysValueExtractor
+    on two plain partition fields."""
+    day = 86_400_000
+    stamped = {**_options(hive_metastore.uri, "ours_paths"), "hoodie.table.name": "stamped",
+               "hoodie.datasource.write.partitionpath.field": "ts",
+               "hoodie.datasource.write.hive_style_partitioning": "false",
+               "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+               "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+               "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+               "hoodie.keygen.timebased.timezone": "UTC"}  # fmt: skip
+    write(_rows([1], "berlin", 20_000 * day), str(tmp_path / "stamped"), stamped)
+    write(_rows([2], "paris", 20_001 * day), str(tmp_path / "stamped"), stamped)
+    two = {**_options(hive_metastore.uri, "ours_paths"), "hoodie.table.name": "two",
+           "hoodie.datasource.write.partitionpath.field": "city,ts",
+           "hoodie.datasource.write.hive_style_partitioning": "false"}  # fmt: skip
+    write(_rows([1], "berlin", 7), str(tmp_path / "two"), two)
+    with hive_metastore.client() as client:
+        table = client.get_table("ours_paths", "stamped")
+        assert [(c.name, c.type) for c in table.partition_columns] == [("ts", "string")]
+        assert [p.values for p in client.list_partitions("ours_paths", "stamped")] == [
+            ("2024/10/04",),
+            ("2024/10/05",),
+        ]
+        table = client.get_table("ours_paths", "two")
+        assert [(c.name, c.type) for c in table.partition_columns] == [("city", "string"), ("ts", "bigint")]
+        assert [p.values for p in client.list_partitions("ours_paths", "two")] == [("berlin", "7")]

@@ -189,9 +189,12 @@ def _sync_one(
         changes = _incremental_changes(
             client, r, synced, snapshot, timeline, completion, since, since_completed
         )
-    added = client.add_partitions(wanted, changes.add) if changes.add else 0
-    for start in range(0, len(changes.alter), r.config.batch_num):
-        client.alter_partitions(wanted, changes.alter[start : start + r.config.batch_num])
+    batch = r.config.batch_num  # hoodie.datasource.hive_sync.batch_num partitions per call, as Hudi
+    added = sum(
+        client.add_partitions(wanted, changes.add[i : i + batch]) for i in range(0, len(changes.add), batch)
+    )
+    for start in range(0, len(changes.alter), batch):
+        client.alter_partitions(wanted, changes.alter[start : start + batch])
     for values in changes.drop:
         client.drop_partition(r.database, synced.name, values, delete_data=False)
     unchanged = not created and not altered and changes.empty

@@ -113,7 +113,9 @@ class HiveMetastoreClient:
     Use as a context manager, or call `close()`.  Not thread-safe: one client per thread.
     """
 
-    def __init__(self, uris: str, timeout_s: float = 60.0) -> None:
+    # Hive's own client waits 600 s for an answer (metastore.client.socket.timeout): adding a
+    # thousand partitions to a busy metastore can take minutes
+    def __init__(self, uris: str, timeout_s: float = 600.0) -> None:
         self.uris = uris
         self._endpoints = parse_uris(uris)
         self._timeout_ms = int(timeout_s * 1000)

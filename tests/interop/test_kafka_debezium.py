@@ -58,6 +58,16 @@ def _deltacommits(table: Path) -> list[Path]:
     return sorted(meta.glob("*.deltacommit")) if meta.exists() else []
 
 
+def _pending(table: Path) -> list[str]:
+    """Data instants requested or inflight, not completed."""
+    meta = table / ".hoodie"
+    names = {p.name for p in meta.iterdir()} if meta.exists() else set()
+    started = {
+        n.split(".")[0] for n in names if n.endswith((".deltacommit.requested", ".deltacommit.inflight"))
+    }
+    return sorted(i for i in started if f"{i}.deltacommit" not in names)
+
+
 def _wait(cond, proc: subprocess.Popen, timeout: float, what: str, tmp_path: Path):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -93,19 +103,18 @@ def test_debezium_topic_into_mor_through_a_kill_and_a_broker_restart(kafka_broke
 
     proc = _start(tmp_path, broker.bootstrap, 1)
     try:
-        # kill -9 mid-stream, after two micro-batches
-        _wait(lambda: len(_deltacommits(table)) >= 2, proc, 150, "two deltacommits", tmp_path)
+        # kill -9 mid-stream: a micro-batch committed, the next one being written
+        _wait(lambda: _deltacommits(table) and _pending(table), proc, 150, "a commit, then a write", tmp_path)
+        at = {"killed": time.monotonic() - t0}
         _kill(proc)
         killed_at = len(_deltacommits(table))
+        killed_pending = _pending(table)
         time.sleep(HEARTBEAT_MS / 1000 * 2 + 1.2)  # the killed write's heartbeat expires
         proc = _start(tmp_path, broker.bootstrap, 2)
         _wait(
-            lambda: len(_deltacommits(table)) > killed_at,
-            proc,
-            150,
-            "a deltacommit after the restart",
-            tmp_path,
+            lambda: len(_deltacommits(table)) > killed_at, proc, 150, "a commit after the restart", tmp_path
         )
+        at["commit after the restart"] = time.monotonic() - t0
         restart_s = broker.restart()
         more = _messages(stream.events(SECOND))
         placed += broker.produce(TOPIC, more)
@@ -113,6 +122,7 @@ def test_debezium_topic_into_mor_through_a_kill_and_a_broker_restart(kafka_broke
         want = table_of(v for _, v, _ in sent)
         _wait(lambda: _rows(hoodie_sink.read(str(table))) == want, proc, 180, "the table the topic implies",
               tmp_path)  # fmt: skip
+        at["caught up"] = time.monotonic() - t0
         (tmp_path / "control" / "stop").touch()
         _wait(
             lambda: list((tmp_path / "control").glob("stopped-*.json")),
@@ -143,6 +153,9 @@ def test_debezium_topic_into_mor_through_a_kill_and_a_broker_restart(kafka_broke
     assert _rows(hoodie_sink.read(str(table))) == want
     assert _rows(hudi_rs_v1(table)) == want
     assert _rows(java_hudi.read(table)) == want
+    # the killed write was rolled back by the restarted driver (its instant never completed)
+    assert not set(killed_pending) & {p.name.split(".")[0] for p in _deltacommits(table)}
     print(f"{events} change events ({len(sent) - events} tombstones) in {len(ids)} micro-batches, "
-          f"{len(want)} live keys; killed after {killed_at} deltacommits; broker restart {restart_s:.1f} s; "
-          f"{elapsed:.0f} s in all")  # fmt: skip
+          f"{len(want)} live keys; killed after {killed_at} deltacommit(s) while writing {killed_pending}; "
+          f"broker restart {restart_s:.1f} s; "
+          f"{elapsed:.0f} s in all; at {', '.join(f'{k}: {v:.0f} s' for k, v in at.items())}")  # fmt: skip

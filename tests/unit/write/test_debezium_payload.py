@@ -172,6 +172,9 @@ def test_misconfigurations_are_refused(tmp_path):
         hoodie_sink.write(_one(_event_lsn=None), str(tmp_path / "d"), opts)
     with pytest.raises(HoodieError, match="TOASTed"):
         hoodie_sink.write(_one(name="__debezium_unavailable_value"), str(tmp_path / "e"), opts)
+    bulk = {**opts, "hoodie.datasource.write.operation": "bulk_insert"}
+    with pytest.raises(HoodieSchemaError, match="upsert"):
+        hoodie_sink.write(_one(), str(tmp_path / "g"), bulk)
     mysql = "org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload"
     with pytest.raises(HoodieConfigError, match="hoodie.datasource.write.payload.class"):
         hoodie_sink.write(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's two entry points; each sets itself up first (idempotent, and says what it does):
 #   ./run.sh demo   a local Spark job writing a Hudi table into ./demo_table, with a summary
+#                   (--kafka: a Debezium topic on a local Kafka broker into ./demo_kafka_table)
 #   ./run.sh test   the whole test suite
 # Set-up: Java 17 (apt-get, when missing), a virtualenv in .venv with the package (what the demo
 # needs); for the tests also the test extras (pyproject.toml) and the interop tier (Apache Hudi's
@@ -111,6 +112,14 @@ shift || true
 case "$cmd" in
   demo)
     ensure_java; ensure_venv ""
+    case " $* " in *" --kafka "*)
+      # the Kafka demo: its broker, Spark's Kafka source and the producer's client (confluent-kafka)
+      "$VENV/bin/python" -c "import confluent_kafka" 2>/dev/null || {
+        say "Kafka demo: installing confluent-kafka (the demo's producer) into $VENV"
+        "$VENV/bin/python" -m pip install -q "confluent-kafka>=2.6"; }
+      HOODIE_INTEROP= ensure_kafka
+      export HOODIE_INTEROP_HOME="$INTEROP_HOME" ;;
+    esac
     export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
     exec "$VENV/bin/python" -m hoodie_sink.demo "$@" ;;
   test)

@@ -9,6 +9,8 @@ hoodie_sink's own reader and compared with what the stream said the table should
 
 `--mor` lands the stream in a merge-on-read table instead: updates and deletes become log files,
 compacted inline every `hoodie.compact.inline.max.delta.commits` (5) micro-batches.
+
+`--kafka`: a Debezium CDC topic on a local Kafka broker into ./demo_kafka_table (hoodie_sink/demo_kafka.py).
 """
 
 from __future__ import annotations
@@ -112,6 +114,11 @@ def next_steps(path: str, mor: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--kafka" in argv:
+        from hoodie_sink import demo_kafka
+
+        return demo_kafka.main([a for a in argv if a != "--kafka"])
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--path", default=os.path.join(os.getcwd(), "demo_table"))
     ap.add_argument("--batches", type=int, default=12)

@@ -13,6 +13,10 @@ takes it (docs/hudi/null-ordering.md).  The delete operation compares nothing: i
 `partial` (Hudi 0.15's PartialUpdateAvroPayload, docs/hudi/partial-update.md): the same ordering
 decides the winner, also against the stored record, but the loser is not dropped: it fills the
 winner's null columns (format/partial_update.py).
+
+`delete_op` (Hudi's PostgresDebeziumAvroPayload, docs/hudi/debezium.md): event time on the
+precombine field `_event_lsn`, and a record whose `_change_operation_type` is 'd' is a delete
+that keeps its ordering value, as a `_hoodie_is_deleted` record does (format/debezium.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_sink.table.format.debezium import is_debezium
 from hoodie_sink.table.format.partial_update import is_partial_update
 from hoodie_sink.table.format.properties import COMMIT_TIME_STRATEGY, MERGER_STRATEGY_KEY, TableConfig
 
@@ -32,6 +37,7 @@ class MergeRule:
     ordering_field: str | None = None
     base_ordering: bool = False
     partial: bool = False  # PartialUpdateAvroPayload: the loser fills the winner's nulls
+    delete_op: bool = False  # PostgresDebeziumAvroPayload: _change_operation_type 'd' deletes
 
     @staticmethod
     def of_table(table: TableConfig) -> MergeRule:
@@ -44,6 +50,8 @@ class MergeRule:
             return MergeRule(partial=partial)
         if partial:
             return MergeRule(table.precombine_field, base_ordering=True, partial=True)
+        if is_debezium(payload):
+            return MergeRule(table.precombine_field, base_ordering=True, delete_op=True)
         if not payload:
             strategy = table.extra.get(MERGER_STRATEGY_KEY)
             commit_time = strategy == COMMIT_TIME_STRATEGY
@@ -53,7 +61,11 @@ class MergeRule:
 
     @staticmethod
     def of_write(
-        precombine_field: str | None, commit_time_ordering: bool, deletes: bool, partial: bool = False
+        precombine_field: str | None,
+        commit_time_ordering: bool,
+        deletes: bool,
+        partial: bool = False,
+        delete_op: bool = False,
     ) -> MergeRule:
         """A write's rule: its precombine field and payload (resolved against the table), none
         for the delete operation, whose records win whatever their ordering values."""
@@ -61,6 +73,8 @@ class MergeRule:
             return MergeRule()
         if not precombine_field:
             return MergeRule(partial=partial)
+        if delete_op:
+            return MergeRule(precombine_field, base_ordering=True, delete_op=True)
         return MergeRule(precombine_field, base_ordering=partial or not commit_time_ordering, partial=partial)
 
     @property

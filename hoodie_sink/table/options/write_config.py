@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.format.debezium import POSTGRES_DEBEZIUM_PAYLOAD, is_debezium
 from hoodie_sink.table.format.keygen import inferred_keygen_type, supported_keygen_type
 from hoodie_sink.table.format.partial_update import PARTIAL_UPDATE_PAYLOAD
 from hoodie_sink.table.format.properties import COPY_ON_WRITE
@@ -113,7 +114,12 @@ def _lock_provider(key: str, v: str) -> str:
 # Record payload classes (how a change merges with the stored record), by Hudi's class names.
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-SUPPORTED_PAYLOADS = (OVERWRITE_WITH_LATEST_PAYLOAD, DEFAULT_PAYLOAD, PARTIAL_UPDATE_PAYLOAD)
+SUPPORTED_PAYLOADS = (
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    DEFAULT_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    POSTGRES_DEBEZIUM_PAYLOAD,
+)
 
 
 def _payload_class(key: str, v: str) -> str:
@@ -126,7 +132,9 @@ def _payload_class(key: str, v: str) -> str:
         f"(OverwriteWithLatestAvroPayload: the incoming record replaces the stored one) or by event time "
         f"(DefaultHoodieRecordPayload: the higher precombine value wins, also against the stored record), "
         f"or partially (PartialUpdateAvroPayload: the winner by precombine value, its null columns filled "
-        f"from the other record). Supported: {', '.join(SUPPORTED_PAYLOADS)}."
+        f"from the other record), or as Debezium changes from Postgres (PostgresDebeziumAvroPayload: ordered by "
+        f"_event_lsn, deleted by _change_operation_type 'd'; MySqlDebeziumAvroPayload is not implemented, "
+        f"docs/hudi/debezium.md#mysql). Supported: {', '.join(SUPPORTED_PAYLOADS)}."
     )
 
 
@@ -1030,6 +1038,12 @@ class WriteConfig:
         """PartialUpdateAvroPayload: a record's null (or missing) columns keep the other record's
         values (docs/hudi/partial-update.md)."""
         return self.payload_class == PARTIAL_UPDATE_PAYLOAD
+
+    @property
+    def debezium(self) -> bool:
+        """PostgresDebeziumAvroPayload: event time on _event_lsn, deletes by the operation column
+        (docs/hudi/debezium.md)."""
+        return is_debezium(self.payload_class)
 
     def default_table_name(self) -> str:
         base = os.path.basename(self.path.rstrip("/")) or "hoodie_table"

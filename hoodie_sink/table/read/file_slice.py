@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from hoodie_sink.errors import HoodieTableError
 from hoodie_sink.table.format import log_format
 from hoodie_sink.table.format.avro_rows import decode_block_content
+from hoodie_sink.table.format.debezium import op_deleted
 from hoodie_sink.table.format.file_group import FileSlice, LogFile
 from hoodie_sink.table.format.merge_rule import MergeRule
 from hoodie_sink.table.format.partial_update import combine
@@ -115,7 +116,7 @@ def read_file_slice(
         return pa.concat_tables([base, logs.cast(base.schema)]) if base is not None else logs
     rows = merge_with_base(base, merged, schema, rule)
     if stats is not None and merged is not None:
-        stats.deletes += _deleted_records(merged, rows)
+        stats.deletes += _deleted_records(merged, rows, rule)
     return rows
 
 
@@ -319,13 +320,22 @@ def _fold_partially(
 # ------------------------------------------------------------------------------ base vs logs
 
 
-def _deleted_records(logs: pa.Table, rows: pa.Table) -> int:
-    """Keys whose merged log record is a delete and that the merge result does not hold (a delete
-    that lost to the base row deletes nothing): what Java's merge handle counts as deleted, also
-    for a key the base file never held (docs/hudi/compaction-of-empty-slices.md)."""
+def _soft_deleted(logs: pa.Table, rule: MergeRule) -> np.ndarray:
+    """Log data records that delete their key: `_hoodie_is_deleted` true, or under Debezium's
+    payload an operation 'd' (docs/hudi/debezium.md#ordering-and-deletes)."""
     deleted = _bools(logs.column(_DEL))
     if IS_DELETED in logs.column_names:
         deleted |= _bools(logs.column(IS_DELETED))
+    if rule.delete_op and (op_del := op_deleted(logs)) is not None:
+        deleted |= op_del
+    return deleted
+
+
+def _deleted_records(logs: pa.Table, rows: pa.Table, rule: MergeRule) -> int:
+    """Keys whose merged log record is a delete and that the merge result does not hold (a delete
+    that lost to the base row deletes nothing): what Java's merge handle counts as deleted, also
+    for a key the base file never held (docs/hudi/compaction-of-empty-slices.md)."""
+    deleted = _soft_deleted(logs, rule)
     if not deleted.any():
         return 0
     keys = logs.column(RECORD_KEY).filter(pa.array(deleted))
@@ -339,9 +349,7 @@ def merge_with_base(
     """Base rows updated in place or deleted by the merged log records; log-only keys appended."""
     if logs is None or logs.num_rows == 0:
         return base if base is not None else schema.empty_table()
-    log_del = _bools(logs.column(_DEL))
-    if IS_DELETED in logs.column_names:
-        log_del |= _bools(logs.column(IS_DELETED))
+    log_del = _soft_deleted(logs, rule)
     if base is None or base.num_rows == 0:
         return logs.filter(pa.array(~log_del)).select(schema.names)
     pos = pc.index_in(base.column(RECORD_KEY), value_set=logs.column(RECORD_KEY).combine_chunks())

@@ -33,6 +33,7 @@ from hoodie_sink.table.format.commit_metadata import (
     WriteStat,
     inflight_workload_json,
 )
+from hoodie_sink.table.format.debezium import OP_COLUMN, check_debezium_schema
 from hoodie_sink.table.format.file_group import PARTITION_METAFILE, BaseFile, SliceFiles
 from hoodie_sink.table.format.fs_view import FileSystemView, latest_slice_files
 from hoodie_sink.table.format.heartbeat import Heartbeat, stop_heartbeat
@@ -427,6 +428,17 @@ def _check_input_columns(cfg: WriteConfig, op: WriteOperation, index: Index, sch
             "_hoodie_partition_path", "_hoodie_file_name", "_hoodie_is_deleted",
         ) and not (cfg.dml_deletes and op.keyed and f.name == DML_DELETE):  # fmt: skip
             raise HoodieSchemaError(f"Column '{f.name}' uses the reserved prefix '_hoodie_'.")
+    if cfg.debezium and op.keyed and not op.deletes:
+        check_debezium_schema(schema, cfg.precombine_field, cfg.path, cfg.payload_class or "")
+    elif cfg.debezium and not op.keyed and OP_COLUMN in names:
+        # Java's insert paths drop a 'd' event (the payload's insert value is empty); ours would
+        # store it (docs/hudi/debezium.md#options)
+        raise HoodieSchemaError(
+            f"Operation '{cfg.operation}' with option 'hoodie.datasource.write.payload.class'="
+            f"'{cfg.payload_class}' and column '{OP_COLUMN}' is not supported by hoodie_sink: Apache Hudi drops "
+            f"delete events there, which hoodie_sink does not implement. Nothing was written to {cfg.path}. "
+            "Help: write Debezium changes with operation 'upsert' (the default)."
+        )
     if cfg.partial_update and op.keyed and not op.deletes and "_hoodie_is_deleted" in names:
         # Java 0.15's PartialUpdateAvroPayload treats a soft delete one way in a batch's
         # de-duplication (its flag is merged like any column) and another against the stored

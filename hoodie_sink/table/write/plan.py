@@ -65,7 +65,11 @@ class WritePlan:
             operation=operation,
             index=index,
             merge_rule=MergeRule.of_write(
-                cfg.precombine_field, cfg.commit_time_ordering, operation.deletes, cfg.partial_update
+                cfg.precombine_field,
+                cfg.commit_time_ordering,
+                operation.deletes,
+                cfg.partial_update,
+                cfg.debezium,
             ),
             table=table,
             keygen=keygen_config_of(cfg),

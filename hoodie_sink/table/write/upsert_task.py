@@ -72,7 +72,8 @@ class UpsertTask:
         )
         self.result: UpsertResult = self.outputs.result
         self.incoming = IncomingChanges(keygen_for(ctx), ctx.data_schema, ctx.plan.operation.deletes,
-                                        self.cfg.fills_missing_columns, task.partition_id)  # fmt: skip
+                                        self.cfg.fills_missing_columns, task.partition_id,
+                                        self.cfg.path if self.cfg.debezium else None)  # fmt: skip
         self.claims = FileGroupClaims(storage, ctx.instant, task.token, guard)
         locator = ctx.plan.index.locator(storage, list(ctx.base_files), stored_keygen(ctx))
         stored = StoredRecords(ctx, locator, schema) if locator is not None else None

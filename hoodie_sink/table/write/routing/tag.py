@@ -53,7 +53,8 @@ class RouteTagger:
         self.budget_rows = TAG_ROWS
         self.budget_bytes = max(1, cfg.task_buffer_bytes // 2)
         self.incoming = IncomingChanges(keygen_for(ctx), ctx.data_schema, ctx.plan.operation.deletes,
-                                        cfg.fills_missing_columns, partition_id)  # fmt: skip
+                                        cfg.fills_missing_columns, partition_id,
+                                        cfg.path if cfg.debezium else None)  # fmt: skip
         locator = ctx.plan.index.locator(ctx.storage, list(ctx.base_files), stored_keygen(ctx))
         stored = StoredRecords(ctx, locator, file_schema(ctx.data_schema)) if locator is not None else None
         self.rewrite: set[str] = set()  # merge-on-read file groups holding a changed key twice

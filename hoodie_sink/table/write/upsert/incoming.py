@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_sink.errors import HoodieSchemaError
+from hoodie_sink.table.format.debezium import check_debezium_batch, op_deleted
 from hoodie_sink.table.format.keygen import KeyGenerator
 from hoodie_sink.table.format.schema import cast_to_storage
 from hoodie_sink.table.write.merge import DELETE, KEY, KIND, ORDER, PART, SOFT_DELETE, UPSERT
@@ -21,8 +22,11 @@ DML_DELETE = "_hoodie_dml_delete"
 
 class IncomingChanges:
     def __init__(self, keygen: KeyGenerator, data_schema: pa.Schema, deletes: bool, fill_missing: bool,
-                 partition_id: int):  # fmt: skip
+                 partition_id: int, debezium_table: str | None = None):  # fmt: skip
         self.keygen = keygen
+        # PostgresDebeziumAvroPayload (the table's path): a 'd' operation is a soft delete
+        # (docs/hudi/debezium.md#ordering-and-deletes)
+        self.debezium_table = debezium_table
         self.data_schema = data_schema
         self.deletes = deletes  # the delete operation: every record deletes its key
         self.allow_missing = deletes or fill_missing
@@ -48,6 +52,11 @@ class IncomingChanges:
             kinds = np.where(np.asarray(flag.to_numpy(zero_copy_only=False), dtype=bool), SOFT_DELETE, UPSERT)
         else:
             kinds = np.full(n, UPSERT, dtype=np.int8)
+        if self.debezium_table is not None and not self.deletes:
+            check_debezium_batch(batch, self.debezium_table)
+            op_del = op_deleted(batch)
+            if op_del is not None:
+                kinds = np.where((kinds == UPSERT) & op_del, SOFT_DELETE, kinds)
         order = np.arange(self._rows_seen, self._rows_seen + n, dtype=np.int64) + self._row_base
         self._rows_seen += n
         cols = list(data.columns) + [keys, parts, pa.array(order), pa.array(kinds.astype(np.int8))]

@@ -281,9 +281,11 @@ def test_partitions_with_characters_hive_escapes_are_found_again(hive_metastore,
     partitions with odd values adds nothing, a new one is added once."""
     path = tmp_path / "trips"
     plain = {k: v for k, v in _options(hive_metastore.uri, "x").items() if "sync" not in k}
-    sync = {"hoodie.datasource.hive_sync.metastore.uris": hive_metastore.uri,
-            "hoodie.datasource.hive_sync.database": "ours_odd",
-            "hoodie.datasource.hive_sync.batch_num": "3"}  # fmt: skip: 7 partitions in calls of 3
+    sync = {
+        "hoodie.datasource.hive_sync.metastore.uris": hive_metastore.uri,
+        "hoodie.datasource.hive_sync.database": "ours_odd",
+        "hoodie.datasource.hive_sync.batch_num": "3",
+    }  # fmt: skip: 7 partitions in calls of 3
     odd = ["a b", "x:y", "p%q", "u=v", "s#t", "Grüße", "q?"]
     for i, city in enumerate(odd):
         write(_rows([i], city), str(path), plain)

@@ -16,8 +16,6 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 
-from tests.support.hive_metastore import hive_metastore  # noqa: F401 - the session fixture
-
 pytestmark = [pytest.mark.compat, pytest.mark.interop]
 
 META_COLUMNS = [
@@ -96,7 +94,7 @@ def _last_commit(java, path) -> str:
     return max(t for t, action, _state in java.timeline(str(path)) if action in ("commit", "deltacommit"))
 
 
-def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_local, hive_metastore, tmp_path):  # noqa: F811
+def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_local, hive_metastore, tmp_path):
     path = tmp_path / "trips"
     opts = _options("trips", "COPY_ON_WRITE", hive_metastore.uri, "java_cow")
     java_local.write(path, _rows([1, 2], "berlin", 1), opts)
@@ -117,7 +115,7 @@ def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_loca
     assert [p.location.rstrip("/").endswith(f"{path}/city={p.values[0]}") for p in parts] == [True, True]
 
 
-def test_java_registers_a_merge_on_read_table_three_times(java_local, hive_metastore, tmp_path):  # noqa: F811
+def test_java_registers_a_merge_on_read_table_three_times(java_local, hive_metastore, tmp_path):
     path = tmp_path / "rides"
     opts = _options("rides", "MERGE_ON_READ", hive_metastore.uri, "java_mor")
     java_local.write(path, _rows([1, 2], "berlin", 1), opts)

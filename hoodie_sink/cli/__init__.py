@@ -12,11 +12,11 @@ import argparse
 import sys
 
 from hoodie_sink import __version__
-from hoodie_sink.cli import checks, cluster, compact, files, services, timeline
+from hoodie_sink.cli import checks, cluster, compact, files, services, sync, timeline
 from hoodie_sink.cli.args import resolve_path
 from hoodie_sink.errors import HoodieError
 
-COMMANDS = (timeline, files, checks, services, cluster, compact)  # each module adds its subcommands
+COMMANDS = (timeline, files, checks, services, cluster, compact, sync)  # each module adds its subcommands
 
 
 def parser() -> argparse.ArgumentParser:

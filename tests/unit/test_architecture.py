@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hoodie_sink"
 # layer of each room of table/; a module may import its own layer and lower ones
 LAYERS = {
     "storage": 0, "storage_options": 0, "lru_cache": 0, "arrow_util": 0, "metrics": 0,
-    "format": 1, "service_lock": 2, "metadata": 3, "options": 4, "index": 5, "catalog": 5, "read": 6, "write": 7,
+    "format": 1, "service_lock": 2, "metadata": 3, "options": 4, "index": 5, "read": 6, "catalog": 6, "write": 7,
     "services": 8, "dml": 9, "client": 10,
 }  # fmt: skip
 

@@ -84,7 +84,7 @@ REFUSED = {
     "hoodie.metadata.record.index.max.parallelism": "8",
     "hoodie.metadata.index.async": "true",
     "hoodie.metadata.index.column.stats.unknown": "1",
-    "hoodie.datasource.hive_sync.enable": "true",
+    "hoodie.datasource.hive_sync.mode": "jdbc",  # catalog sync speaks the metastore's Thrift API only
     "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
     "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
     "hoodie.combine.before.upsert": "false",

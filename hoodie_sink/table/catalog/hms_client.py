@@ -20,13 +20,18 @@ from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from hive_metastore import ttypes
-from hive_metastore.ThriftHiveMetastore import Client
-from thrift.protocol import TBinaryProtocol
-from thrift.Thrift import TException
-from thrift.transport import TSocket, TTransport
-
 from hoodie_sink.errors import HoodieCatalogError
+
+try:  # the `hive` extra (pyproject.toml): only a catalog sync needs it, and says so when it is missing
+    from hive_metastore import ttypes
+    from hive_metastore.ThriftHiveMetastore import Client
+    from thrift.protocol import TBinaryProtocol
+    from thrift.Thrift import TException
+    from thrift.transport import TSocket, TTransport
+
+    _MISSING: str | None = None
+except ImportError as e:  # pragma: no cover - the test extras include it
+    _MISSING = str(e)
 
 T = TypeVar("T")
 
@@ -121,6 +126,11 @@ class HiveMetastoreClient:
         """Open the connection, trying each URI in turn; a no-op when open."""
         if self._client is not None:
             return
+        if _MISSING is not None:
+            raise HoodieCatalogError(
+                f"Hive metastore {self.uris}: the metastore client is not installed ({_MISSING}). "
+                "Help: pip install 'hoodie_sink[hive]'"
+            )
         failures = []
         for host, port in self._endpoints:
             socket = TSocket.TSocket(host, port)

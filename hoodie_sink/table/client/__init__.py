@@ -21,6 +21,7 @@ from typing import TypeAlias
 import pyarrow as pa
 
 from hoodie_sink.errors import HoodieCommitStateUnknown, HoodieConfigError, HoodieWriteConflictError
+from hoodie_sink.table.catalog.hive_sync import sync_after_commit
 from hoodie_sink.table.format.commit_metadata import CommitMetadata
 from hoodie_sink.table.format.timeline.timeline import Timeline
 from hoodie_sink.table.metrics import WriteMetrics, append_metrics_line, sum_task_phases
@@ -54,6 +55,12 @@ def complete(
             append_metrics_line(ctx.config.metrics_file, metrics, ctx.config.storage_options)
         except OSError as e:  # the commit stands: a metrics sink must never fail a write
             log.warning("hoodie: could not append metrics to %s: %s", ctx.config.metrics_file, e)
+    if ctx.config.meta_sync is not None:
+        # after the commit and its services, as Hudi's writer syncs; a failure is raised naming
+        # the instant that stands (docs/hudi/hive-sync.md#what-our-sync-does)
+        sync_after_commit(
+            ctx.config.meta_sync.with_base_path(ctx.config.path), ctx.config.storage(), ctx.instant
+        )
     return metadata
 
 

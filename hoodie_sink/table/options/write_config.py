@@ -32,6 +32,7 @@ from hoodie_sink.table.format.write_operation import (
     WriteOperation,
 )
 from hoodie_sink.table.metadata.record_index_init import RecordIndexSizing
+from hoodie_sink.table.options.sync_config import MetaSyncConfig, is_sync_option
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 
@@ -413,9 +414,6 @@ TUNING_OPTIONS = (
 # Hudi options that change what is written or read, accepted only with the value(s) that
 # describe what hoodie_sink does anyway (key -> (accepted values, what hoodie_sink does)).
 _FIXED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
-    "hoodie.datasource.hive_sync.enable": (("false",), "hoodie_sink does not sync to a Hive metastore"),
-    "hoodie.datasource.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
-    "hoodie.meta.sync.enable": (("false",), "hoodie_sink does not sync to a catalog"),
     "hoodie.combine.before.upsert": (("true",), "upserts always keep one record per key (precombine)"),
     "hoodie.combine.before.delete": (("true",), "deletes always keep one record per key"),
     "hoodie.combine.before.insert": (("false",), "insert and bulk_insert never de-duplicate"),
@@ -472,7 +470,6 @@ _REFUSED_PREFIXES: tuple[tuple[str, str], ...] = (
 
 # Option groups configuring a feature that is off unless its switch (in _FIXED_VALUES) is on: their
 # other keys are harmless, but a sub-feature switched on ("*.enable=true") is refused.
-_NOT_IMPLEMENTED = "which hoodie_sink does not implement"
 _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
     (
         "hoodie.metadata.",
@@ -480,9 +477,6 @@ _SWITCHED_SECTIONS: tuple[tuple[str, str], ...] = (
         "(hoodie.metadata.index.column.stats.enable) and bloom_filters (hoodie.metadata.index.bloom.filter.enable) "
         "partitions of Hudi's metadata table, without Java's asynchronous indexer",
     ),
-    ("hoodie.datasource.hive_sync.", f"it needs hoodie.datasource.hive_sync.enable=true, {_NOT_IMPLEMENTED}"),
-    ("hoodie.datasource.meta.sync.", f"it needs hoodie.datasource.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
-    ("hoodie.meta.sync.", f"it needs hoodie.meta.sync.enable=true, {_NOT_IMPLEMENTED}"),
 )
 
 
@@ -593,6 +587,7 @@ def is_write_option(key: str) -> bool:
         or key.startswith(TUNING_OPTIONS)
         or key.startswith(tuple(p for p, _ in _REFUSED_PREFIXES))
         or key.startswith(tuple(p for p, _ in _SWITCHED_SECTIONS))
+        or is_sync_option(key)
     )
 
 
@@ -726,6 +721,8 @@ class WriteConfig:
     # set by the Table's MERGE, UPDATE and DELETE (table/dml/), never by an option: the input's
     # column write/upsert/incoming.DML_DELETE marks the rows that delete their key in this upsert
     dml_deletes: bool = False
+    # hoodie.datasource.meta.sync.enable and friends: the catalog sync after each commit, or None
+    meta_sync: MetaSyncConfig | None = None
 
     @staticmethod
     def from_options(
@@ -749,6 +746,8 @@ class WriteConfig:
                     )
                 values[opt.attr] = opt.parse(key, value)
                 explicit.add(opt.attr)
+            elif is_sync_option(key):
+                continue  # parsed below, by MetaSyncConfig
             elif key.startswith("hoodie."):
                 if _check_hudi_option(key, value):
                     ignored.append(key)
@@ -766,6 +765,7 @@ class WriteConfig:
                 "CREATE TEMPORARY VIEW v USING hoodie OPTIONS (path '/path/to/table', ...) and INSERT INTO v."
             )
         values["operation"] = _operation(values, overwrite, streaming)
+        values["meta_sync"] = MetaSyncConfig.from_options(raw)
         if streaming and "foreach_batch_id" in values:  # a stream sink knows its batch ids itself
             raise HoodieConfigError(
                 "Option 'hoodie.sink.streaming.batch.id' is for batch writes of hoodie_sink.spark.micro_batches "

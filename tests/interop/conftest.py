@@ -11,10 +11,10 @@ JVM-wide static and its zone in another (set from the last table loaded), and sp
 clock passes that last instant. A JVM west of UTC that wrote a UTC table and then writes a LOCAL
 one waits out the zone offset (8 hours in Los Angeles): a Java defect of any JVM that writes
 tables of both kinds, seen here when one oracle JVM served all tests.
-`java_catalog` is Hudi 0.15.0 again, with Spark's Hive support on the session's test metastore
-(`hive_metastore`): it resolves table names through the metastore and Hudi's catalog, and only
-reads (so the zone of the tables it reads, ours UTC or Java's LOCAL, never meets its instant
-generator); docs/hudi/hive-sync.md#reading-through-the-catalog.
+`java_catalog` (0.15.0) and `java_catalog_1x` (1.1.1) run Spark with Hive support on the
+session's test metastore (`hive_metastore`): they resolve table names through the metastore and
+Hudi's catalog, and only read (so the zone of the tables they read, ours UTC or Java's LOCAL,
+never meets their instant generator); docs/hudi/hive-sync.md#reading-through-the-catalog.
 `./run.sh test` sets the tier up; HOODIE_INTEROP=0 skips it.
 """
 

@@ -85,7 +85,7 @@ def query(statement: str, out: str, refresh: list | None = None) -> dict:
         SPARK.catalog.refreshTable(name)
     df = SPARK.sql(statement)
     df.coalesce(1).write.mode("overwrite").parquet(out)
-    return {"rows": df.count(), "out": out, "plan": df._jdf.queryExecution().executedPlan().toString()}
+    return {"out": out, "plan": df._jdf.queryExecution().executedPlan().toString()}
 
 
 def catalog_table(name: str) -> dict:

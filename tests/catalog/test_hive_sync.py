@@ -16,8 +16,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.errors import HoodieCatalogError, HoodieConfigError
 from hoodie_sink.table.catalog.hive_sync import HoodieMetaSyncError, sync_table
+from hoodie_sink.table.catalog.hms_client import HiveMetastoreClient
 from hoodie_sink.table.client import write
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
 from hoodie_sink.table.storage import Storage
@@ -245,3 +246,87 @@ def test_sync_options_we_do_not_implement_are_refused_before_writing(tmp_path, e
     with pytest.raises(HoodieConfigError, match=message):
         write(_rows([1], "berlin"), str(tmp_path / "t"), opts)
     assert not (tmp_path / "t" / ".hoodie").exists()
+
+
+class _FailingPartitions(HiveMetastoreClient):
+    """A metastore connection whose partition calls fail, as a metastore that goes away mid-sync."""
+
+    def add_partitions(self, table, partitions):
+        raise HoodieCatalogError("metastore gone")
+
+
+def test_a_sync_cut_short_moves_no_marker_and_the_next_one_finishes_it(hive_metastore, tmp_path):
+    path = tmp_path / "trips"
+    plain = {k: v for k, v in _options(hive_metastore.uri, "x").items() if "sync" not in k}
+    sync = {"hoodie.datasource.hive_sync.metastore.uris": hive_metastore.uri,
+            "hoodie.datasource.hive_sync.database": "ours_cut"}  # fmt: skip
+    write(_rows([1], "berlin"), str(path), plain)
+    sync_table(str(path), sync)
+    write(_rows([2], "paris"), str(path), plain)
+    before = _last_commit(path)
+    write(_rows([3], "rome"), str(path), plain)
+    with pytest.raises(HoodieCatalogError, match="metastore gone"):
+        sync_table(str(path), sync, client_factory=_FailingPartitions)
+    with hive_metastore.client() as client:  # the table was checked, its marker not moved
+        assert client.get_table("ours_cut", "trips").parameters["last_commit_time_sync"] < before
+        _assert_partitions(client, "ours_cut", "trips", path, {"berlin"})
+    sync_table(str(path), sync)
+    with hive_metastore.client() as client:
+        _assert_partitions(client, "ours_cut", "trips", path, {"berlin", "paris", "rome"})
+        assert client.get_table("ours_cut", "trips").parameters["last_commit_time_sync"] == _last_commit(path)
+
+
+def test_partitions_with_characters_hive_escapes_are_found_again(hive_metastore, tmp_path):
+    """An incremental sync looks partitions up by Hive's escaped names: a commit into existing
+    partitions with odd values adds nothing, a new one is added once."""
+    path = tmp_path / "trips"
+    plain = {k: v for k, v in _options(hive_metastore.uri, "x").items() if "sync" not in k}
+    sync = {"hoodie.datasource.hive_sync.metastore.uris": hive_metastore.uri,
+            "hoodie.datasource.hive_sync.database": "ours_odd",
+            "hoodie.datasource.hive_sync.batch_num": "3"}  # fmt: skip: 7 partitions in calls of 3
+    odd = ["a b", "x:y", "p%q", "u=v", "s#t", "Grüße", "q?"]
+    for i, city in enumerate(odd):
+        write(_rows([i], city), str(path), plain)
+    first = sync_table(str(path), sync)
+    assert first.tables[0].partitions_added == len(odd)
+    for i, city in enumerate(odd):
+        write(_rows([i], city, 2), str(path), plain)  # updates in place
+    write(_rows([99], "new one"), str(path), plain)
+    again = sync_table(str(path), sync)
+    assert (again.tables[0].full, again.tables[0].partitions_added, again.tables[0].partitions_altered) == (
+        False,
+        1,
+        0,
+    )
+    with hive_metastore.client() as client:
+        assert sorted(v for (v,) in _partitions(client, "ours_odd", "trips")) == sorted([*odd, "new one"])
+
+
+def test_date_paths_of_a_timestamp_key_and_several_partition_fields(hive_metastore, tmp_path):
+    """SinglePartPartitionValueExtractor on a timestamp key generator's `yyyy/MM/dd` paths (a
+    string key: the value is a date, not the column's epoch millis) and MultiPartKeysValueExtractor
+    on two plain partition fields."""
+    day = 86_400_000
+    stamped = {**_options(hive_metastore.uri, "ours_paths"), "hoodie.table.name": "stamped",
+               "hoodie.datasource.write.partitionpath.field": "ts",
+               "hoodie.datasource.write.hive_style_partitioning": "false",
+               "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+               "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+               "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+               "hoodie.keygen.timebased.timezone": "UTC"}  # fmt: skip
+    write(_rows([1], "berlin", 20_000 * day), str(tmp_path / "stamped"), stamped)
+    write(_rows([2], "paris", 20_001 * day), str(tmp_path / "stamped"), stamped)
+    two = {**_options(hive_metastore.uri, "ours_paths"), "hoodie.table.name": "two",
+           "hoodie.datasource.write.partitionpath.field": "city,ts",
+           "hoodie.datasource.write.hive_style_partitioning": "false"}  # fmt: skip
+    write(_rows([1], "berlin", 7), str(tmp_path / "two"), two)
+    with hive_metastore.client() as client:
+        table = client.get_table("ours_paths", "stamped")
+        assert [(c.name, c.type) for c in table.partition_columns] == [("ts", "string")]
+        assert [p.values for p in client.list_partitions("ours_paths", "stamped")] == [
+            ("2024/10/04",),
+            ("2024/10/05",),
+        ]
+        table = client.get_table("ours_paths", "two")
+        assert [(c.name, c.type) for c in table.partition_columns] == [("city", "string"), ("ts", "bigint")]
+        assert [p.values for p in client.list_partitions("ours_paths", "two")] == [("berlin", "7")]

@@ -5,7 +5,8 @@ Java (`java_local`: the tables are Java's own, timeline zone LOCAL; tests/intero
 why such tables need a JVM of their own) writes with `hoodie.datasource.hive_sync.*` pointed at
 the test metastore (Hive 3.1.3, which Spark 3.5's Hive 2.3 client talks to), and the tables,
 their storage and properties and their partitions are read back through our client
-(hoodie_sink/table/catalog/hms_client.py).
+(hoodie_sink/table/catalog/hms_client.py); then the same rows are written and synced by us, and
+the two registrations compared.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 import pytest
+
+from hoodie_sink.table.client import write
 
 pytestmark = [pytest.mark.compat, pytest.mark.interop]
 
@@ -136,3 +139,51 @@ def test_java_registers_a_merge_on_read_table_three_times(java_local, hive_metas
                 table, str(path), input_format=input_format, read_optimized=ro, last_commit=last
             )
             assert [p.values for p in client.list_partitions("java_mor", name)] == [("berlin",)]
+
+
+def _comparable(table) -> dict:
+    """A registered table without what differs by construction: its name, database, path, owner
+    and the sync marker's values (the instants of two different tables)."""
+    params = dict(table.parameters)
+    for key in ("last_commit_time_sync", "last_commit_completion_time_sync"):
+        assert params.pop(key)
+    parts = int(params.pop("spark.sql.sources.schema.numParts"))
+    schema = json.loads("".join(params.pop(f"spark.sql.sources.schema.part.{i}") for i in range(parts)))
+    serde = dict(table.storage.serde_properties)
+    serde.pop("path")
+    return {
+        "type": table.table_type,
+        "columns": [(c.name, c.type.lower(), c.comment or "") for c in table.columns],
+        "partition_columns": [(c.name, c.type.lower()) for c in table.partition_columns],
+        "formats": (table.storage.input_format, table.storage.output_format, table.storage.serde),
+        "serde": serde,
+        "spark_schema": schema,
+        "parameters": params,
+    }
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_our_sync_registers_what_java_registers(java_local, hive_metastore, tmp_path, table_type):
+    """The same rows and options, synced by Hudi 0.15 and by us: every table, column, format, serde
+    property, table property and partition value the same (docs/hudi/hive-sync.md#what-our-sync-does)."""
+    suffix = table_type.split("_")[0].lower()
+    java_db, our_db = f"cmp_java_{suffix}", f"cmp_ours_{suffix}"
+    batches = [_rows([1, 2], "berlin", 1), _rows([3], "paris", 2), _rows([1], "berlin", 3)]
+    for batch in batches:
+        java_local.write(tmp_path / "java", batch, _options("trips", table_type, hive_metastore.uri, java_db))
+        ours = _options("trips", table_type, hive_metastore.uri, our_db)
+        ours["hoodie.datasource.meta.sync.enable"] = ours.pop("hoodie.datasource.hive_sync.enable")
+        ours["hoodie.meta_sync.spark.version"] = "3.5.1"  # what Hudi's Spark writer passes its sync
+        write(batch, str(tmp_path / "ours"), ours)
+    with hive_metastore.client() as client:
+        names = sorted(client.list_tables(java_db))
+        assert sorted(client.list_tables(our_db)) == names
+        for name in names:
+            java_table, our_table = client.get_table(java_db, name), client.get_table(our_db, name)
+            assert _comparable(our_table) == _comparable(java_table), name
+            java_parts = [p.values for p in client.list_partitions(java_db, name)]
+            assert (
+                [p.values for p in client.list_partitions(our_db, name)]
+                == java_parts
+                == [("berlin",), ("paris",)]
+            )

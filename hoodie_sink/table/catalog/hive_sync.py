@@ -1,6 +1,6 @@
-"""Catalog sync: register a Hudi table in a Hive metastore (or AWS Glue through its metastore API)
-the way Apache Hudi 0.15's HiveSyncTool does in mode hms, so that Trino, Hive, Athena and Spark find
-it by name and read it as a Hudi table (docs/hudi/hive-sync.md).
+"""Catalog sync: register a Hudi table in a Hive metastore (Thrift) the way Apache Hudi 0.15's
+HiveSyncTool does in mode hms, so that Trino, Hive and Spark find it by name and read it as a Hudi
+table (docs/hudi/hive-sync.md).
 
 It runs in the committing process after every commit when `hoodie.datasource.meta.sync.enable`
 (client.complete), and as `hoodie-sink sync`.  It is metadata work only: the new commits' metadata
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from hoodie_sink.errors import HoodieCatalogError
-from hoodie_sink.table.catalog.hms_client import HiveDatabase, HiveMetastoreClient, HiveTable
+from hoodie_sink.table.catalog.hms_client import HiveDatabase, HiveMetastoreClient, HiveTable, partition_name
 from hoodie_sink.table.catalog.sync_plan import (
     AUTO_CREATED_DATABASE,
     LAST_COMMIT_COMPLETION_TIME_SYNC,
@@ -33,6 +33,7 @@ from hoodie_sink.table.catalog.sync_plan import (
     columns_differ,
     definition_differs,
     partition_changes,
+    partition_values,
     resolve,
     same_location,
     synced_tables,
@@ -163,10 +164,15 @@ def _sync_one(
     registered = client.get_table(r.database, synced.name)
     created = altered = False
     if registered is None:
-        client.create_table(wanted)
-        registered = wanted
-        created = True
-    else:
+        try:
+            client.create_table(wanted)
+            registered, created = wanted, True
+        except HoodieCatalogError:
+            # another writer of the table may have created it since we looked: take theirs
+            registered = client.get_table(r.database, synced.name)
+            if registered is None:
+                raise
+    if not created:
         _check_same_table(registered, wanted)
         if definition_differs(registered, wanted):
             # a schema change reaches the partitions too (their own column lists): CASCADE
@@ -177,15 +183,18 @@ def _sync_one(
     since_completed = registered.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC, "") if not created else ""
     full = created or not r.config.incremental or not since or _archived_past(timeline, since)
     if full:
-        changes = _full_changes(client, r, synced, snapshot)
+        changes = _full_changes(client, r, synced, snapshot, registered_none=created)
     else:
         assert since is not None
         changes = _incremental_changes(
             client, r, synced, snapshot, timeline, completion, since, since_completed
         )
-    added = client.add_partitions(wanted, changes.add) if changes.add else 0
-    for start in range(0, len(changes.alter), r.config.batch_num):
-        client.alter_partitions(wanted, changes.alter[start : start + r.config.batch_num])
+    batch = r.config.batch_num  # hoodie.datasource.hive_sync.batch_num partitions per call, as Hudi
+    added = sum(
+        client.add_partitions(wanted, changes.add[i : i + batch]) for i in range(0, len(changes.add), batch)
+    )
+    for start in range(0, len(changes.alter), batch):
+        client.alter_partitions(wanted, changes.alter[start : start + batch])
     for values in changes.drop:
         client.drop_partition(r.database, synced.name, values, delete_data=False)
     unchanged = not created and not altered and changes.empty
@@ -230,10 +239,17 @@ def _archived_past(timeline: ActiveTimeline, since: str) -> bool:
 
 
 def _full_changes(
-    client: HiveMetastoreClient, r: ResolvedSync, synced: SyncedTable, snapshot: Snapshot
+    client: HiveMetastoreClient,
+    r: ResolvedSync,
+    synced: SyncedTable,
+    snapshot: Snapshot,
+    registered_none: bool,
 ) -> PartitionChanges:
     live = {sl.partition_path for sl in snapshot.file_slices()} if r.partition_fields else set()
-    registered = client.list_partitions(r.database, synced.name) if r.partition_fields else []
+    # a table just created has no partitions to list
+    registered = (
+        client.list_partitions(r.database, synced.name) if r.partition_fields and not registered_none else []
+    )
     return partition_changes(r, registered, live, (), full=True)
 
 
@@ -255,7 +271,13 @@ def _incremental_changes(
     written: set[str] = set()
     replaced: set[str] = set()
     for instant in timeline.completed(WRITE_ACTIONS):
-        late = bool(since_completed) and completion.get(instant.timestamp, "") >= since_completed
+        # completed at or after the last sync's latest completion: maybe unseen then (equal
+        # modification times are ambiguous), except the marker's own instant, which it names
+        late = (
+            bool(since_completed)
+            and completion.get(instant.timestamp, "") >= since_completed
+            and instant.timestamp != since
+        )
         if instant.timestamp <= since and not late:
             continue
         md = timeline.commit_metadata(instant)
@@ -272,7 +294,14 @@ def _incremental_changes(
         live = {sl.partition_path for sl in snapshot.file_slices(lambda p: p in candidates)}
         gone = candidates - live
         written &= live
-    registered = client.list_partitions(r.database, synced.name)
+    # only the partitions in question, by name: a table's thousands of others stay in the metastore
+    keys = list(r.partition_fields)
+    names = sorted({partition_name(keys, partition_values(r, rel)) for rel in written | gone})
+    registered = []
+    for start in range(0, len(names), r.config.batch_num):
+        registered += client.partitions_by_names(
+            r.database, synced.name, names[start : start + r.config.batch_num]
+        )
     return partition_changes(r, registered, written, gone, full=False)
 
 

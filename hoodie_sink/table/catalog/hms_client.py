@@ -113,7 +113,9 @@ class HiveMetastoreClient:
     Use as a context manager, or call `close()`.  Not thread-safe: one client per thread.
     """
 
-    def __init__(self, uris: str, timeout_s: float = 60.0) -> None:
+    # Hive's own client waits 600 s for an answer (metastore.client.socket.timeout): adding a
+    # thousand partitions to a busy metastore can take minutes
+    def __init__(self, uris: str, timeout_s: float = 600.0) -> None:
         self.uris = uris
         self._endpoints = parse_uris(uris)
         self._timeout_ms = int(timeout_s * 1000)
@@ -257,6 +259,17 @@ class HiveMetastoreClient:
             for p in sorted(raw, key=lambda p: list(p.values))
         ]
 
+    def partitions_by_names(self, database: str, table: str, names: Sequence[str]) -> list[HivePartition]:
+        """The partitions of these names (`partition_name`), those that exist: a commit's few
+        partitions without fetching every partition of the table."""
+        if not names:
+            return []
+        raw = self._call(
+            f"get {len(names)} partitions of {database}.{table}",
+            lambda c: c.get_partitions_by_names(database, table, list(names)),
+        )
+        return [HivePartition(tuple(p.values), p.sd.location, _user_parameters(p.parameters)) for p in raw]
+
     def add_partitions(self, table: HiveTable, partitions: Sequence[HivePartition]) -> int:
         """Add `partitions` to `table` (those already there are left as they are); how many were new.
         Each partition takes the table's columns and storage, at its own location."""
@@ -287,6 +300,23 @@ class HiveMetastoreClient:
             what, lambda c: c.drop_partition(database, table, list(values), delete_data)
         )
         return bool(dropped)
+
+
+# Hive's FileUtils.escapePathName: the characters a partition name (`key=value/...`) escapes as %XX
+_ESCAPED = frozenset([*map(chr, range(1, 32)), '"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "[",
+                      "]", "^"])  # fmt: skip
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
+    """The metastore's name of a partition (`city=sf/day=2026-01-01`), as Hive builds it."""
+
+    def escape(text: str) -> str:
+        if not text:
+            return HIVE_DEFAULT_PARTITION
+        return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+    return "/".join(f"{escape(k.lower())}={escape(v)}" for k, v in zip(keys, values, strict=True))
 
 
 # -- between the records above and Hive's Thrift structs ---------------------------------------

@@ -23,6 +23,7 @@ from hoodie_sink.table.catalog.hms_client import (
     HiveStorage,
     HiveTable,
 )
+from hoodie_sink.table.format.keygen import keygen_type_from_class
 from hoodie_sink.table.format.properties import MERGE_ON_READ, TableConfig
 from hoodie_sink.table.format.schema import META_COLUMNS
 from hoodie_sink.table.options.sync_config import (
@@ -58,6 +59,7 @@ class ResolvedSync:
     partition_fields: tuple[str, ...]
     extractor: str
     decode_partition: bool
+    formatted_partitions: bool = False  # TimestampBasedKeyGenerator: values are dates, not the column's
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,10 @@ def resolve(config: MetaSyncConfig, table: TableConfig, base_path: str) -> Resol
             "Help: use MultiPartKeysValueExtractor"
         )
     decode = table.url_encode if config.decode_partition is None else config.decode_partition
-    return ResolvedSync(config, database, name, base_path, table.table_type, fields, extractor, decode)
+    formatted = bool(table.keygen_class) and keygen_type_from_class(table.keygen_class or "") == "TIMESTAMP"
+    return ResolvedSync(
+        config, database, name, base_path, table.table_type, fields, extractor, decode, formatted
+    )
 
 
 def _inferred_extractor(fields: tuple[str, ...], hive_style: bool) -> str:
@@ -133,11 +138,14 @@ def table_definition(r: ResolvedSync, synced: SyncedTable, schema: pa.Schema) ->
     if cfg.omit_metadata_fields:
         data = [f for f in data if f.name not in META_COLUMNS]
     columns = tuple(HiveColumn(f.name, hive_type(f.type, cfg.support_timestamp, f.name), "") for f in data)
+    # a key typed as its column where the path holds the column's value; `string` where it holds a
+    # formatted date (a timestamp key generator's `2026/01/01` is no bigint: engines would refuse
+    # to read the partition), or where the schema lacks the field
     partition_columns = tuple(
         HiveColumn(
             name,
             hive_type(schema.field(name).type, cfg.support_timestamp, name)
-            if name in schema.names
+            if name in schema.names and not r.formatted_partitions
             else "string",
             "",
         )

@@ -190,8 +190,8 @@ def _tool_class(key: str, v: str) -> None:
     classes = [c.strip() for c in v.split(",") if c.strip()]
     if classes and classes != [HIVE_SYNC_TOOL]:
         raise HoodieConfigError(
-            f"Option '{key}'='{v}' is not supported: hoodie_sink syncs to a Hive metastore (or AWS Glue through "
-            f"its Hive metastore API) as {HIVE_SYNC_TOOL} does; other sync tools are not implemented."
+            f"Option '{key}'='{v}' is not supported: hoodie_sink syncs to a Hive metastore over Thrift as "
+            f"{HIVE_SYNC_TOOL} does; other sync tools (AWS Glue's, BigQuery's, DataHub's) are not implemented."
         )
 
 

@@ -11,6 +11,10 @@ JVM-wide static and its zone in another (set from the last table loaded), and sp
 clock passes that last instant. A JVM west of UTC that wrote a UTC table and then writes a LOCAL
 one waits out the zone offset (8 hours in Los Angeles): a Java defect of any JVM that writes
 tables of both kinds, seen here when one oracle JVM served all tests.
+`java_catalog` (0.15.0) and `java_catalog_1x` (1.1.1) run Spark with Hive support on the
+session's test metastore (`hive_metastore`): they resolve table names through the metastore and
+Hudi's catalog, and only read (so the zone of the tables they read, ours UTC or Java's LOCAL,
+never meets their instant generator); docs/hudi/hive-sync.md#reading-through-the-catalog.
 `./run.sh test` sets the tier up; HOODIE_INTEROP=0 skips it.
 """
 
@@ -23,17 +27,18 @@ import pytest
 
 import hoodie_sink
 from tests.interop.java_hudi import JavaHudi, interop_missing
+from tests.support.hive_metastore import hive_metastore  # noqa: F401 - the session fixture
 
 ZONES = {"0.15.0": "America/Los_Angeles", "1.1.1": "America/New_York"}
 
 
-def _start(version: str) -> JavaHudi:
+def _start(version: str, metastore_uri: str | None = None) -> JavaHudi:
     if os.environ.get("HOODIE_INTEROP") == "0":
         pytest.skip("HOODIE_INTEROP=0: the Apache Hudi interop tier is switched off")
     missing = interop_missing()
     if missing:
         pytest.fail(f"interop tier not set up ({missing}): run the tests with ./run.sh test", pytrace=False)
-    return JavaHudi(version, timezone=ZONES[version])
+    return JavaHudi(version, timezone=ZONES[version], hive_metastore=metastore_uri)
 
 
 def _session_jvm(name: str, version: str):
@@ -50,6 +55,20 @@ java_hudi = _session_jvm("java_hudi", "0.15.0")
 java_hudi_1x = _session_jvm("java_hudi_1x", "1.1.1")
 java_local = _session_jvm("java_local", "0.15.0")
 java_local_1x = _session_jvm("java_local_1x", "1.1.1")
+
+
+def _catalog_jvm(name: str, version: str):
+    @pytest.fixture(scope="session", name=name)
+    def jvm(hive_metastore):  # noqa: F811
+        j = _start(version, metastore_uri=hive_metastore.uri)
+        yield j
+        j.close()
+
+    return jvm
+
+
+java_catalog = _catalog_jvm("java_catalog", "0.15.0")
+java_catalog_1x = _catalog_jvm("java_catalog_1x", "1.1.1")
 
 
 @pytest.fixture(params=["0.15.0", "1.1.1"])

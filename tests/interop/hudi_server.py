@@ -32,7 +32,8 @@ SPARK = None
 def version() -> dict:
     jvm = SPARK._jvm
     tz = jvm.java.util.TimeZone.getDefault().getID()
-    return {"spark": SPARK.version, "hudi": _hudi_version(), "jvm_timezone": tz}
+    catalog = SPARK.conf.get("spark.sql.catalogImplementation", "in-memory")
+    return {"spark": SPARK.version, "hudi": _hudi_version(), "jvm_timezone": tz, "catalog": catalog}
 
 
 def write(path: str, input: str, options: dict, mode: str = "append") -> dict:
@@ -72,6 +73,54 @@ def read(path: str, out: str, options: dict | None = None) -> dict:
 def sql(statement: str) -> list:
     """A Spark SQL statement (e.g. a Hudi procedure: call run_clustering(path => ...))."""
     return [r.asDict(recursive=True) for r in SPARK.sql(statement).collect()]
+
+
+def query(statement: str, out: str, refresh: list | None = None) -> dict:
+    """A Spark SQL query's rows -> one Parquet file (`spark.table(name)` is `SELECT * FROM name`;
+    with --hive-metastore the names resolve through the Hive metastore and Hudi's catalog).
+    `refresh`: tables to refresh first (REFRESH TABLE): Spark caches a data source table's resolved
+    relation, Hudi's file index with its file listing in it, for the session, so another writer's
+    later commits are seen only after a refresh."""
+    for name in refresh or ():
+        SPARK.catalog.refreshTable(name)
+    df = SPARK.sql(statement)
+    df.coalesce(1).write.mode("overwrite").parquet(out)
+    return {"out": out, "plan": df._jdf.queryExecution().executedPlan().toString()}
+
+
+def catalog_table(name: str) -> dict:
+    """What Spark's session catalog (Hudi's HoodieCatalog over Spark's Hive external catalog) makes
+    of a metastore table: its provider, location, partition columns, schema and storage properties."""
+    t = (
+        SPARK._jsparkSession.sessionState()
+        .catalog()
+        .getTableMetadata(
+            SPARK._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+                name.split(".")[1], _some(name.split(".")[0])
+            )
+        )
+    )
+    return {
+        "provider": str(t.provider().get()) if t.provider().isDefined() else None,
+        "table_type": str(t.tableType().name()),
+        "location": str(t.location()),
+        "partition_columns": [str(c) for c in _seq(t.partitionColumnNames())],
+        "schema": json.loads(t.schema().json()),
+        "storage_properties": {str(k): str(v) for k, v in _map(t.storage().properties()).items()},
+    }
+
+
+def _some(value):
+    return SPARK._jvm.scala.Option.apply(value)
+
+
+def _seq(seq) -> list:
+    return list(SPARK._jvm.scala.collection.JavaConverters.seqAsJavaList(seq).toArray())
+
+
+def _map(m) -> dict:
+    jm = SPARK._jvm.scala.collection.JavaConverters.mapAsJavaMap(m)
+    return {e.getKey(): e.getValue() for e in jm.entrySet().toArray()}
 
 
 def timeline(path: str, completed_only: bool = True) -> list:
@@ -528,6 +577,8 @@ OPS = {
         stream,
         read,
         sql,
+        query,
+        catalog_table,
         timeline,
         commits,
         file_slices,
@@ -698,7 +749,9 @@ def _commit_metadata(meta, tl, inst):
 
 
 # -- the loop ------------------------------------------------------------------------------------
-def _session(jar: str, tz: str | None, driver_memory: str):
+def _session(
+    jar: str, tz: str | None, driver_memory: str, hive_metastore: str | None = None, scratch: str = ""
+):
     from pyspark.sql import SparkSession
 
     java_opts = f"-Duser.timezone={tz}" if tz else ""
@@ -706,8 +759,21 @@ def _session(jar: str, tz: str | None, driver_memory: str):
     # hoodie.bloom.index.use.metadata broadcasts a file-system view (SparkHoodieBloomIndexHelper) whose
     # ReentrantReadWriteLock Kryo's FieldSerializer must open (InaccessibleObjectException without it)
     java_opts += " --add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED"
+    builder = SparkSession.builder
+    if hive_metastore:
+        # Spark's Hive support (its built-in Hive 2.3.9 client) on the test metastore; Hudi's
+        # HoodieCatalog (below) wraps the Hive session catalog (docs/hudi/hive-sync.md#reading-through-the-catalog)
+        builder = (
+            builder.config("spark.sql.catalogImplementation", "hive")
+            .config("spark.hadoop.hive.metastore.uris", hive_metastore)
+            .config("spark.sql.warehouse.dir", os.path.join(scratch, "warehouse"))
+            # Hive's session scratch folders in this JVM's own folder, not /tmp/hive (shared)
+            .config("spark.hadoop.hive.exec.scratchdir", os.path.join(scratch, "hive-scratch"))
+            .config("spark.hadoop.hive.exec.local.scratchdir", os.path.join(scratch, "hive-local"))
+            .config("spark.hadoop.hive.downloaded.resources.dir", os.path.join(scratch, "hive-resources"))
+        )  # fmt: skip
     return (
-        SparkSession.builder.master("local[2]").appName("java-hudi-oracle")
+        builder.master("local[2]").appName("java-hudi-oracle")
         .config("spark.jars", jar)
         # the bundle on the JVM's own class path too: Avro's SpecificData finds generated classes
         # (HoodieDeleteRecordList of a metadata DELETE block) through the application class loader;
@@ -735,6 +801,8 @@ def main() -> None:
     ap.add_argument("--jar", required=True)
     ap.add_argument("--timezone", default=None, help="the JVM's default zone (Java stamps instants in it)")
     ap.add_argument("--driver-memory", default="2g")
+    ap.add_argument("--hive-metastore", default=None, help="thrift://host:port: Spark's Hive support on it")
+    ap.add_argument("--scratch", default="", help="a folder of this server's own (warehouse, Hive scratch)")
     args = ap.parse_args()
     # keep the original stdout for replies; the JVM (started below) inherits fd 1 = stderr
     REPLY = os.fdopen(os.dup(1), "w", buffering=1)
@@ -742,7 +810,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     if args.timezone:
         os.environ["TZ"] = args.timezone
-    SPARK = _session(args.jar, args.timezone, args.driver_memory)
+    SPARK = _session(args.jar, args.timezone, args.driver_memory, args.hive_metastore, args.scratch)
     SPARK.sparkContext.setLogLevel("WARN")
     REPLY.write(json.dumps({"ok": True, "result": version()}) + "\n")
     for line in sys.stdin:

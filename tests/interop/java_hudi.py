@@ -43,8 +43,15 @@ class JavaHudi:
     """One JVM with one Hudi bundle, for the whole test session."""
 
     def __init__(
-        self, version: str, timezone: str | None = None, timeout_s: float = 600, driver_memory: str = "2g"
+        self,
+        version: str,
+        timezone: str | None = None,
+        timeout_s: float = 600,
+        driver_memory: str = "2g",
+        hive_metastore: str | None = None,
     ):
+        """`hive_metastore`: a thrift:// URI; the JVM's Spark then runs with Hive support on that
+        metastore (table names resolve through it and Hudi's catalog: `read_table`, `query`)."""
         self.version = version
         self.timeout_s = timeout_s
         self.scratch = Path(tempfile.mkdtemp(prefix=f"java-hudi-{version}-"))
@@ -56,6 +63,8 @@ class JavaHudi:
         cmd = [str(VENV_PYTHON), str(SERVER), "--jar", jar, "--driver-memory", driver_memory]
         if timezone:
             cmd += ["--timezone", timezone]
+        if hive_metastore:
+            cmd += ["--hive-metastore", hive_metastore, "--scratch", str(self.scratch)]
         self._log = open(self.log_path, "w")  # noqa: SIM115 - open for the process's life
         self.proc = subprocess.Popen(
             cmd,
@@ -117,6 +126,31 @@ class JavaHudi:
             f.unlink()
         out.rmdir()
         return t
+
+    def query(self, statement: str, refresh: tuple[str, ...] = ()) -> pa.Table:
+        """A Spark SQL query's rows (names resolve through the session catalog), after refreshing
+        the tables named in `refresh` (Spark caches a table's file listing for the session)."""
+        return self.query_with_plan(statement, refresh)[0]
+
+    def query_with_plan(self, statement: str, refresh: tuple[str, ...] = ()) -> tuple[pa.Table, str]:
+        """A Spark SQL query's rows and its physical plan (as Spark prints it)."""
+        out = self.scratch / f"out-{uuid.uuid4().hex}"
+        plan = self.call("query", statement=statement, out=str(out), refresh=list(refresh))["plan"]
+        t = pq.read_table(out)
+        for f in out.iterdir():
+            f.unlink()
+        out.rmdir()
+        return t, plan
+
+    def read_table(self, name: str) -> pa.Table:
+        """`spark.table(name)` after `REFRESH TABLE name`: a table of the catalog, read as Spark
+        resolves it, as of the latest commit (without the refresh, as of the session's first read)."""
+        return self.query(f"SELECT * FROM {name}", refresh=(name,))
+
+    def catalog_table(self, name: str) -> dict:
+        """Spark's view of a catalog table: provider, location, partition columns, schema, storage
+        properties (hudi_server.py `catalog_table`)."""
+        return self.call("catalog_table", name=name)
 
     def read_filtered(self, path, where: str, **options) -> pa.Table:
         """Java's snapshot read with a filter (a SQL expression); with hoodie.enable.data.skipping and

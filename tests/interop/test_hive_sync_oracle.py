@@ -18,7 +18,6 @@ import pyarrow as pa
 import pytest
 
 from hoodie_sink.table.client import write
-from tests.support.hive_metastore import hive_metastore  # noqa: F401 - the session fixture
 
 pytestmark = [pytest.mark.compat, pytest.mark.interop]
 
@@ -98,7 +97,7 @@ def _last_commit(java, path) -> str:
     return max(t for t, action, _state in java.timeline(str(path)) if action in ("commit", "deltacommit"))
 
 
-def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_local, hive_metastore, tmp_path):  # noqa: F811
+def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_local, hive_metastore, tmp_path):
     path = tmp_path / "trips"
     opts = _options("trips", "COPY_ON_WRITE", hive_metastore.uri, "java_cow")
     java_local.write(path, _rows([1, 2], "berlin", 1), opts)
@@ -119,7 +118,7 @@ def test_java_registers_a_copy_on_write_table_once_with_its_partitions(java_loca
     assert [p.location.rstrip("/").endswith(f"{path}/city={p.values[0]}") for p in parts] == [True, True]
 
 
-def test_java_registers_a_merge_on_read_table_three_times(java_local, hive_metastore, tmp_path):  # noqa: F811
+def test_java_registers_a_merge_on_read_table_three_times(java_local, hive_metastore, tmp_path):
     path = tmp_path / "rides"
     opts = _options("rides", "MERGE_ON_READ", hive_metastore.uri, "java_mor")
     java_local.write(path, _rows([1, 2], "berlin", 1), opts)
@@ -164,7 +163,7 @@ def _comparable(table) -> dict:
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_our_sync_registers_what_java_registers(java_local, hive_metastore, tmp_path, table_type):  # noqa: F811
+def test_our_sync_registers_what_java_registers(java_local, hive_metastore, tmp_path, table_type):
     """The same rows and options, synced by Hudi 0.15 and by us: every table, column, format, serde
     property, table property and partition value the same (docs/hudi/hive-sync.md#what-our-sync-does)."""
     suffix = table_type.split("_")[0].lower()

@@ -8,8 +8,10 @@ all, and each step imports only its own side (the reader, or the writer).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import pyspark
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
@@ -77,9 +79,21 @@ class HoodieDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> HoodieBatchWriter:
         from hoodie_sink.datasource.batch_writer import HoodieBatchWriter
 
-        return HoodieBatchWriter(self.options, schema, overwrite)
+        return HoodieBatchWriter(_with_spark_version(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> HoodieStreamWriter:
         from hoodie_sink.datasource.stream_writer import HoodieStreamWriter
 
-        return HoodieStreamWriter(self.options, schema, overwrite)
+        return HoodieStreamWriter(_with_spark_version(self.options), schema, overwrite)
+
+
+SPARK_VERSION_OPTION = "hoodie.meta_sync.spark.version"
+
+
+def _with_spark_version(options: Mapping[str, str]) -> dict[str, str]:
+    """The write options with the running Spark's version for the catalog sync's
+    `spark.sql.create.version`, as Hudi's Spark writer hands its sync tools
+    (docs/hudi/hive-sync.md#when-the-spark-writer-syncs); the user's value wins."""
+    if any(k.lower() == SPARK_VERSION_OPTION for k in options):
+        return dict(options)
+    return {**options, SPARK_VERSION_OPTION: pyspark.__version__}

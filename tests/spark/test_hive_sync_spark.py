@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyspark
 
 import hoodie_sink.spark
 from tests.support.hive_metastore import hive_metastore  # noqa: F401 - the session fixture
@@ -53,6 +54,11 @@ def test_batch_and_routed_writes_sync_after_each_commit(spark, hive_metastore, t
     ).mode("append").save(str(cow))
     with hive_metastore.client() as client:
         assert _cities(client, "spark_db", "trips") == ["nyc", "sf"]
+        # the running Spark's version, as Hudi's Spark writer registers it
+        assert (
+            client.get_table("spark_db", "trips").parameters["spark.sql.create.version"]
+            == pyspark.__version__
+        )
 
     mor = tmp_path / "rides"
     mopts = _options(hive_metastore.uri, "spark_db", "rides", "MERGE_ON_READ")

@@ -252,7 +252,9 @@ class Run:
 def run_query(name: str, what: str, start) -> Run:
     """Start a query (`start()` returns it), wait for availableNow to drain the topic."""
     run = Run(name, what)
-    with ProcessSampler(0.5) as sampler:
+    # CPU shares only (start to end); a sparse sampler: at 0.5 s its /proc scans cost ~8% of a
+    # core on a machine with many processes (py-spy, the run of 2026-11-27)
+    with ProcessSampler(5.0) as sampler:
         t0 = time.perf_counter()
         q = start()
         q.awaitTermination()

@@ -130,8 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     table_type = "MERGE_ON_READ" if args.mor else "COPY_ON_WRITE"
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need hoodie_sink too
-    from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQueryListener
 
     work = tempfile.mkdtemp(prefix="hoodie-demo-")
     src, ckpt = os.path.join(work, "changes"), os.path.join(work, "checkpoint")
@@ -142,32 +140,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{' (direct stream sink)' if args.direct else ' (routed micro-batches)'}")  # fmt: skip
     model = make_changes(src, args.batches, args.rows)
 
-    spark = (
-        SparkSession.builder.master("local[2]").appName("hoodie-demo")
-        .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )  # fmt: skip
-    spark.sparkContext.setLogLevel("ERROR")
+    from hoodie_sink.demo_session import local_session, print_progress
 
-    class Progress(StreamingQueryListener):
-        def onQueryStarted(self, event):
-            pass
-
-        def onQueryProgress(self, event):
-            p = event.progress
-            secs = (p.batchDuration or 0) / 1000
-            if p.numInputRows:
-                print(f"  batch {p.batchId + 1:>3}/{args.batches}: {p.numInputRows:>8,} changes in {secs:5.1f}s "
-                      f"({p.numInputRows / max(secs, 1e-3):>9,.0f} rows/s)", flush=True)  # fmt: skip
-
-        def onQueryIdle(self, event):
-            pass
-
-        def onQueryTerminated(self, event):
-            pass
-
-    spark.streams.addListener(Progress())
+    spark = local_session("hoodie-demo")
+    print_progress(
+        spark,
+        lambda p, secs: (
+            f"  batch {p.batchId + 1:>3}/{args.batches}: {p.numInputRows:>8,} changes in {secs:5.1f}s "
+            f"({p.numInputRows / max(secs, 1e-3):>9,.0f} rows/s)"
+        ),
+    )
     started = time.monotonic()
     options = {
         "hoodie.table.name": "demo_trips",

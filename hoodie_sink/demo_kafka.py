@@ -89,35 +89,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_stream(args, broker, kafka_setup, start_job, produce, work: Path, sent: list) -> float:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQueryListener
+    from hoodie_sink.demo_session import local_session, print_progress
 
-    b = (SparkSession.builder.master("local[2]").appName("hoodie-kafka-demo")
-         .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-         .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2"))  # fmt: skip
-    for k, v in kafka_setup.spark_kafka_conf().items():  # spark.jars.packages: Spark's Kafka source
-        b = b.config(k, v)
-    spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-
-    class Progress(StreamingQueryListener):
-        def onQueryStarted(self, event):
-            pass
-
-        def onQueryProgress(self, event):
-            p = event.progress
-            secs = (p.batchDuration or 0) / 1000
-            if p.numInputRows:
-                print(f"  micro-batch {p.batchId:>3}: {p.numInputRows:>7,} messages in {secs:5.1f}s "
-                      f"({p.numInputRows / max(secs, 1e-3):>8,.0f} msg/s)", flush=True)  # fmt: skip
-
-        def onQueryIdle(self, event):
-            pass
-
-        def onQueryTerminated(self, event):
-            pass
-
-    spark.streams.addListener(Progress())
+    # spark.jars.packages: Spark's Kafka source
+    spark = local_session("hoodie-kafka-demo", kafka_setup.spark_kafka_conf())
+    print_progress(
+        spark,
+        lambda p, secs: (
+            f"  micro-batch {p.batchId:>3}: {p.numInputRows:>7,} messages in {secs:5.1f}s "
+            f"({p.numInputRows / max(secs, 1e-3):>8,.0f} msg/s)"
+        ),
+    )
     started = time.monotonic()
     q = start_job(spark, broker.bootstrap, TOPIC, args.path, str(work / "checkpoint"), args.per_batch)
     time.sleep(5)

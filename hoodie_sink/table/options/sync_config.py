@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hoodie_sink.errors import HoodieConfigError
+from hoodie_sink.table.options.values import parse_bool
 
 # The key groups this module owns (lowercased).
 SYNC_PREFIXES = ("hoodie.datasource.hive_sync.", "hoodie.datasource.meta.sync.", "hoodie.meta.sync.",
@@ -111,13 +112,7 @@ def is_sync_option(key: str) -> bool:
 # -- value parsers -----------------------------------------------------------------------------
 
 
-def _bool(key: str, v: str) -> bool:
-    s = v.strip().lower()
-    if s in ("true", "1", "yes"):
-        return True
-    if s in ("false", "0", "no"):
-        return False
-    raise HoodieConfigError(f"Option '{key}' must be true or false, got '{v}'.")
+_bool = parse_bool
 
 
 def _str(key: str, v: str) -> str | None:

@@ -34,6 +34,7 @@ from hoodie_sink.table.format.write_operation import (
 )
 from hoodie_sink.table.metadata.record_index_init import RecordIndexSizing
 from hoodie_sink.table.options.sync_config import MetaSyncConfig, is_sync_option
+from hoodie_sink.table.options.values import parse_bool
 from hoodie_sink.table.storage import Storage
 from hoodie_sink.table.storage_options import StorageOptions
 
@@ -48,13 +49,7 @@ def _fields(key: str, v: str) -> tuple[str, ...]:
     return tuple(f.strip() for f in v.split(",") if f.strip())
 
 
-def _bool(key: str, v: str) -> bool:
-    s = v.strip().lower()
-    if s in ("true", "1", "yes"):
-        return True
-    if s in ("false", "0", "no"):
-        return False
-    raise HoodieConfigError(f"Option '{key}' must be true or false, got '{v}'.")
+_bool = parse_bool
 
 
 def _int(key: str, v: str) -> int:

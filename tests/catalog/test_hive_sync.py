@@ -7,10 +7,12 @@ The expected partitions come from a model of what was written, not from our own 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +22,7 @@ from hoodie_sink.errors import HoodieCatalogError, HoodieConfigError
 from hoodie_sink.table.catalog.hive_sync import HoodieMetaSyncError, sync_table
 from hoodie_sink.table.catalog.hms_client import HiveMetastoreClient
 from hoodie_sink.table.client import write
+from hoodie_sink.table.format.timeline.instant import format_instant
 from hoodie_sink.table.format.timeline.timeline import ActiveTimeline
 from hoodie_sink.table.storage import Storage
 from tests.support.s3_server import free_port
@@ -332,3 +335,39 @@ def test_date_paths_of_a_timestamp_key_and_several_partition_fields(hive_metasto
         table = client.get_table("ours_paths", "two")
         assert [(c.name, c.type) for c in table.partition_columns] == [("city", "string"), ("ts", "bigint")]
         assert [p.values for p in client.list_partitions("ours_paths", "two")] == [("berlin", "7")]
+
+
+def test_an_instant_that_completed_after_the_last_sync_but_is_older_than_its_marker_is_synced(
+    hive_metastore, tmp_path
+):
+    """Two writers: the last sync saw the newer instant (its time is the marker) while the older one
+    was still writing. Its partition is found by completion time (docs/hudi/hive-sync.md#what-our-sync-does)."""
+    path = tmp_path / "trips"
+    plain = {k: v for k, v in _options(hive_metastore.uri, "x").items() if "sync" not in k}
+    sync = {"hoodie.datasource.hive_sync.metastore.uris": hive_metastore.uri,
+            "hoodie.datasource.hive_sync.database": "ours_late"}  # fmt: skip
+    times = []
+    for i, city in enumerate(["a", "b", "c"]):
+        write(_rows([i], city), str(path), plain)
+        times.append(_last_commit(path))
+    sync_table(str(path), sync)
+
+    def completed(ts: str) -> str:
+        mtime = (path / ".hoodie" / f"{ts}.commit").stat().st_mtime
+        return format_instant(datetime.fromtimestamp(mtime, tz=timezone.utc), "UTC")
+
+    def forget_b(completion: str) -> None:
+        """The metastore as a sync would have left it had `b`'s commit still been writing."""
+        with hive_metastore.client() as client:
+            client.drop_partition("ours_late", "trips", ["b"])
+            table = client.get_table("ours_late", "trips")
+            params = {**table.parameters, "last_commit_completion_time_sync": completion}
+            client.alter_table(dataclasses.replace(table, parameters=params))
+
+    forget_b(completed(times[2]))  # b completed before the marker's completion: not looked at again
+    assert sync_table(str(path), sync).tables[0].partitions_added == 0
+    forget_b(completed(times[0]))  # b completed after the last sync's latest completion: found
+    result = sync_table(str(path), sync).tables[0]
+    assert (result.full, result.partitions_added) == (False, 1)
+    with hive_metastore.client() as client:
+        _assert_partitions(client, "ours_late", "trips", path, {"a", "b", "c"})

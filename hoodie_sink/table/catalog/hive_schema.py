@@ -17,29 +17,22 @@ import pyarrow.types as pt
 
 from hoodie_sink.errors import HoodieCatalogError
 
+# Arrow type test -> (Hive type name, Spark's JSON type name) for the types that map one to one
+# (Parquet's physical and logical types as HiveSchemaUtil names them; DataType.jsonValue)
+_SIMPLE = (
+    (pt.is_boolean, "boolean", "boolean"), (pt.is_int8, "tinyint", "byte"), (pt.is_int16, "smallint", "short"),
+    (pt.is_int32, "int", "integer"), (pt.is_int64, "bigint", "long"), (pt.is_float32, "float", "float"),
+    (pt.is_float64, "double", "double"), (pt.is_string, "string", "string"), (pt.is_large_string, "string", "string"),
+    (pt.is_binary, "binary", "binary"), (pt.is_large_binary, "binary", "binary"),
+    (pt.is_fixed_size_binary, "binary", "binary"), (pt.is_date32, "date", "date"),
+)  # fmt: skip
+
 
 def hive_type(t: pa.DataType, support_timestamp: bool, column: str) -> str:
     """The Hive type name engines read this column's Parquet values as."""
-    if pt.is_boolean(t):
-        return "boolean"
-    if pt.is_int8(t):
-        return "tinyint"
-    if pt.is_int16(t):
-        return "smallint"
-    if pt.is_int32(t):
-        return "int"
-    if pt.is_int64(t):
-        return "bigint"
-    if pt.is_float32(t):
-        return "float"
-    if pt.is_float64(t):
-        return "double"
-    if pt.is_string(t) or pt.is_large_string(t):
-        return "string"
-    if pt.is_binary(t) or pt.is_large_binary(t) or pt.is_fixed_size_binary(t):
-        return "binary"
-    if pt.is_date32(t):
-        return "date"
+    for test, hive, _spark in _SIMPLE:
+        if test(t):
+            return hive
     if pt.is_decimal(t):
         return f"decimal({t.precision},{t.scale})"
     if pt.is_timestamp(t):
@@ -61,15 +54,9 @@ def hive_type(t: pa.DataType, support_timestamp: bool, column: str) -> str:
 
 def spark_type(t: pa.DataType, column: str) -> Any:
     """Spark's JSON form of the type (DataType.jsonValue): what Spark reads a data source table by."""
-    simple = (
-        (pt.is_boolean, "boolean"), (pt.is_int8, "byte"), (pt.is_int16, "short"), (pt.is_int32, "integer"),
-        (pt.is_int64, "long"), (pt.is_float32, "float"), (pt.is_float64, "double"), (pt.is_string, "string"),
-        (pt.is_large_string, "string"), (pt.is_binary, "binary"), (pt.is_large_binary, "binary"),
-        (pt.is_fixed_size_binary, "binary"), (pt.is_date32, "date"),
-    )  # fmt: skip
-    for test, name in simple:
+    for test, _hive, spark in _SIMPLE:
         if test(t):
-            return name
+            return spark
     if pt.is_decimal(t):
         return f"decimal({t.precision},{t.scale})"
     if pt.is_timestamp(t):

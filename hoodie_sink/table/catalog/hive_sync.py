@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from hoodie_sink.errors import HoodieCatalogError
 from hoodie_sink.table.catalog.hms_client import HiveDatabase, HiveMetastoreClient, HiveTable, partition_name
@@ -114,26 +114,76 @@ def run_sync(
 ) -> HiveSyncResult:
     """Sync every metastore table of the table in `storage` (its `base_path`: config's, else the storage root)."""
     started = time.monotonic()
-    timeline = ActiveTimeline.load(storage)
-    snapshot = Snapshot.open(storage, timeline=timeline)
-    r = resolve(config, snapshot.table, config.base_path or storage.root)
-    latest = timeline.latest_completed()
-    completion = _completion_times(storage, timeline, snapshot.table.timeline_zone)
-    marker = {
-        LAST_COMMIT_TIME_SYNC: latest.timestamp if latest else "",
-        LAST_COMMIT_COMPLETION_TIME_SYNC: max(completion.values(), default=""),
-    }
-    results = []
+    state = _TableState.read(storage)
+    r = resolve(config, state.snapshot.table, config.base_path or storage.root)
     with client_factory(config.metastore_uris) as client:
         _ensure_database(client, r)
-        for synced in synced_tables(r):
-            results.append(_sync_one(client, r, synced, snapshot, timeline, completion, marker))
+        results = tuple(_sync_one(client, r, synced, state) for synced in synced_tables(r))
     return HiveSyncResult(
         r.database,
-        tuple(results),
-        marker[LAST_COMMIT_TIME_SYNC] or None,
+        results,
+        state.marker[LAST_COMMIT_TIME_SYNC] or None,
         int((time.monotonic() - started) * 1000),
     )
+
+
+@dataclass
+class _TableState:
+    """What one sync reads of the table, once for all its metastore tables (a merge-on-read
+    table's three): the snapshot, the timeline, completion times, the marker to set, and the
+    partitions touched since a marker (by (marker, marker's completion))."""
+
+    snapshot: Snapshot
+    timeline: ActiveTimeline
+    completion: dict[str, str]
+    marker: dict[str, str]
+    _touched: dict[tuple[str, str], tuple[set[str], set[str]]] = field(default_factory=dict)
+
+    @staticmethod
+    def read(storage: Storage) -> _TableState:
+        timeline = ActiveTimeline.load(storage)
+        snapshot = Snapshot.open(storage, timeline=timeline)
+        latest = timeline.latest_completed()
+        completion = _completion_times(storage, timeline, snapshot.table.timeline_zone)
+        marker = {
+            LAST_COMMIT_TIME_SYNC: latest.timestamp if latest else "",
+            LAST_COMMIT_COMPLETION_TIME_SYNC: max(completion.values(), default=""),
+        }
+        return _TableState(snapshot, timeline, completion, marker)
+
+    def touched(self, since: str, since_completed: str) -> tuple[set[str], set[str]]:
+        """(partitions written and still live, partitions gone) by the write instants completed
+        since the marker: those after it, and those before it that completed after the last sync
+        (a long write that started before a shorter one committed)."""
+        key = (since, since_completed)
+        if key not in self._touched:
+            self._touched[key] = self._changed_since(since, since_completed)
+        return self._touched[key]
+
+    def _changed_since(self, since: str, since_completed: str) -> tuple[set[str], set[str]]:
+        written: set[str] = set()
+        replaced: set[str] = set()
+        for instant in self.timeline.completed(WRITE_ACTIONS):
+            # completed at or after the last sync's latest completion: maybe unseen then (equal
+            # modification times are ambiguous), except the marker's own instant, which it names
+            late = (
+                bool(since_completed)
+                and self.completion.get(instant.timestamp, "") >= since_completed
+                and instant.timestamp != since
+            )
+            if instant.timestamp <= since and not late:
+                continue
+            md = self.timeline.commit_metadata(instant)
+            written |= {p for p, stats in md.partition_to_write_stats().items() if stats}
+            if instant.action == REPLACE_COMMIT and md.operation_type.lower() in _DROPPING_OPERATIONS:
+                replaced |= set(md.partition_to_replace_file_ids or {})
+        if not replaced:
+            return written, set()
+        # an overwrite may have emptied partitions, also ones an earlier instant of this range
+        # wrote: which of them still have a file group decides (listing only these partitions)
+        candidates = replaced | written
+        live = {sl.partition_path for sl in self.snapshot.file_slices(lambda p: p in candidates)}
+        return written & live, candidates - live
 
 
 def _ensure_database(client: HiveMetastoreClient, r: ResolvedSync) -> None:
@@ -152,15 +202,9 @@ def _ensure_database(client: HiveMetastoreClient, r: ResolvedSync) -> None:
 
 
 def _sync_one(
-    client: HiveMetastoreClient,
-    r: ResolvedSync,
-    synced: SyncedTable,
-    snapshot: Snapshot,
-    timeline: ActiveTimeline,
-    completion: dict[str, str],
-    marker: dict[str, str],
+    client: HiveMetastoreClient, r: ResolvedSync, synced: SyncedTable, state: _TableState
 ) -> TableSyncResult:
-    wanted = table_definition(r, synced, snapshot.schema)
+    wanted = table_definition(r, synced, state.snapshot.schema)
     registered = client.get_table(r.database, synced.name)
     created = altered = False
     if registered is None:
@@ -181,14 +225,13 @@ def _sync_one(
             altered = True
     since = registered.parameters.get(LAST_COMMIT_TIME_SYNC) if not created else None
     since_completed = registered.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC, "") if not created else ""
-    full = created or not r.config.incremental or not since or _archived_past(timeline, since)
+    full = created or not r.config.incremental or not since or _archived_past(state.timeline, since)
     if full:
-        changes = _full_changes(client, r, synced, snapshot, registered_none=created)
+        changes = _full_changes(client, r, synced, state.snapshot, registered_none=created)
     else:
         assert since is not None
-        changes = _incremental_changes(
-            client, r, synced, snapshot, timeline, completion, since, since_completed
-        )
+        touched = state.touched(since, since_completed) if r.partition_fields else (set(), set())
+        changes = _incremental_changes(client, r, synced, *touched)
     batch = r.config.batch_num  # hoodie.datasource.hive_sync.batch_num partitions per call, as Hudi
     added = sum(
         client.add_partitions(wanted, changes.add[i : i + batch]) for i in range(0, len(changes.add), batch)
@@ -198,9 +241,9 @@ def _sync_one(
     for values in changes.drop:
         client.drop_partition(r.database, synced.name, values, delete_data=False)
     unchanged = not created and not altered and changes.empty
-    current = {k: registered.parameters.get(k, "") for k in marker}
-    if current != marker and not (r.config.condition_sync and unchanged):
-        client.alter_table(_with_marker(wanted, marker))
+    current = {k: registered.parameters.get(k, "") for k in state.marker}
+    if current != state.marker and not (r.config.condition_sync and unchanged):
+        client.alter_table(_with_marker(wanted, state.marker))
     return TableSyncResult(synced.name, created, altered, full, added, len(changes.alter), len(changes.drop))
 
 
@@ -254,46 +297,11 @@ def _full_changes(
 
 
 def _incremental_changes(
-    client: HiveMetastoreClient,
-    r: ResolvedSync,
-    synced: SyncedTable,
-    snapshot: Snapshot,
-    timeline: ActiveTimeline,
-    completion: dict[str, str],
-    since: str,
-    since_completed: str,
+    client: HiveMetastoreClient, r: ResolvedSync, synced: SyncedTable, written: set[str], gone: set[str]
 ) -> PartitionChanges:
-    """The partitions written and dropped by the write instants completed since the marker: those
-    after it, and those before it that completed after the last sync (a long write that started
-    before a shorter one committed)."""
-    if not r.partition_fields:
+    """What to change for the partitions the new commits wrote or emptied (_TableState.touched)."""
+    if not r.partition_fields or not (written or gone):
         return PartitionChanges()
-    written: set[str] = set()
-    replaced: set[str] = set()
-    for instant in timeline.completed(WRITE_ACTIONS):
-        # completed at or after the last sync's latest completion: maybe unseen then (equal
-        # modification times are ambiguous), except the marker's own instant, which it names
-        late = (
-            bool(since_completed)
-            and completion.get(instant.timestamp, "") >= since_completed
-            and instant.timestamp != since
-        )
-        if instant.timestamp <= since and not late:
-            continue
-        md = timeline.commit_metadata(instant)
-        written |= {p for p, stats in md.partition_to_write_stats().items() if stats}
-        if instant.action == REPLACE_COMMIT and md.operation_type.lower() in _DROPPING_OPERATIONS:
-            replaced |= set(md.partition_to_replace_file_ids or {})
-    if not written and not replaced:
-        return PartitionChanges()
-    gone: set[str] = set()
-    if replaced:
-        # an overwrite may have emptied partitions, also ones an earlier instant of this range
-        # wrote: which of them still have a file group decides (listing only these partitions)
-        candidates = replaced | written
-        live = {sl.partition_path for sl in snapshot.file_slices(lambda p: p in candidates)}
-        gone = candidates - live
-        written &= live
     # only the partitions in question, by name: a table's thousands of others stay in the metastore
     keys = list(r.partition_fields)
     names = sorted({partition_name(keys, partition_values(r, rel)) for rel in written | gone})
